@@ -1,0 +1,124 @@
+"""The `sparksession` adapter: dbt-spark plus in-session Python models, safe seeds and
+custom incremental strategies."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from typing import Any, Callable, Dict, List, Mapping, Optional, Type
+
+from dbt.adapters.base import PythonJobHelper, available
+from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.sparksession.connections import SparkSessionConnectionManager
+from dbt.adapters.sparksession.python_job import SessionPythonJobHelper
+from dbt.adapters.sparksession.session import active_session
+
+
+def _seed_cell(value: Any) -> Optional[str]:
+    """A parsed seed cell as the string Spark casts to the column type; None stays NULL."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+class SparkSessionAdapter(SparkAdapter):
+    ConnectionManager = SparkSessionConnectionManager
+
+    # --- Python models -----------------------------------------------------------
+    @property
+    def default_python_submission_method(self) -> str:
+        return "session"
+
+    @property
+    def python_submission_helpers(self) -> Dict[str, Type[PythonJobHelper]]:
+        return {**super().python_submission_helpers, "session": SessionPythonJobHelper}
+
+    def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
+        return AdapterResponse(_message="OK")
+
+    def spark_session(self):  # noqa: ANN201 - pyspark's SparkSession (classic or Connect)
+        return active_session(self.config.credentials.server_side_parameters)
+
+    # --- Seeds -----------------------------------------------------------------
+    @available
+    def load_seed_rows(self, relation: Any, agate_table: Any, column_types: Mapping[str, str]) -> int:
+        """Append a seed's rows to its (already created) table through a DataFrame.
+
+        dbt-spark's session method pastes every cell into an INSERT as `'value'`: empty cells
+        become the string 'None' and a quote breaks the statement. Here cells travel as data,
+        are cast by Spark to the column types, and a cell that does not cast is an error that
+        names the seed, column and row instead of a silent NULL.
+        """
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+        names: List[str] = list(agate_table.column_names)
+        types = [column_types.get(name) or self.convert_type(agate_table, i) for i, name in enumerate(names)]
+        rows = [[n, *(_seed_cell(cell) for cell in row)] for n, row in enumerate(agate_table.rows, start=1)]
+        if not rows:
+            return 0
+        spark = self.spark_session()
+        positional = [f"c{i}" for i in range(len(names))]  # seed headers may be any text
+        schema = StructType([StructField("_seed_row", LongType())] + [StructField(c, StringType()) for c in positional])
+        raw = spark.createDataFrame(rows, schema)
+        typed = raw.select(
+            "_seed_row",
+            *[F.col(c).alias(f"raw_{c}") for c in positional],
+            *[F.col(c).cast(t).alias(c) for c, t in zip(positional, types)],
+        )
+        bad_cell = [
+            F.when(F.col(f"raw_{c}").isNotNull() & F.col(c).isNull(), F.lit(i))
+            for i, c in enumerate(positional)
+        ]
+        bad = typed.select("_seed_row", F.coalesce(*bad_cell).alias("col")).where("col is not null").limit(1).collect()
+        if bad:
+            row_index, col_index = bad[0]["_seed_row"], bad[0]["col"]
+            raise DbtRuntimeError(
+                f"Seed {relation}: column {names[col_index]!r} has type {types[col_index]}, but the value "
+                f"{rows[row_index - 1][col_index + 1]!r} in data row {row_index} does not convert to it."
+            )
+        typed.select(*positional).write.insertInto(str(relation))
+        return len(rows)
+
+    # --- Custom incremental strategies --------------------------------------------------
+    def valid_incremental_strategies(self) -> List[str]:
+        """The strategies dbt-spark implements itself; everything else is a custom strategy."""
+        return ["append", "merge", "insert_overwrite", "microbatch"]
+
+    @available
+    def is_builtin_incremental_strategy(self, strategy: str) -> bool:
+        return strategy in self.valid_incremental_strategies()
+
+    def get_incremental_strategy_macro(self, model_context: Mapping[str, Any], strategy: str) -> Callable:
+        """Find `get_incremental_<strategy>_sql` in the root project, like dbt-core does, and
+        also in installed packages, so a package's strategy needs no wrapper macro."""
+        macro_name = f"get_incremental_{strategy}_sql"
+        if macro_name in model_context:
+            return model_context[macro_name]
+        found = {
+            package: namespace[macro_name]
+            for package, namespace in model_context.items()
+            if isinstance(namespace, Mapping) and macro_name in namespace
+        }
+        if len(found) == 1:
+            return next(iter(found.values()))
+        if found:
+            raise DbtRuntimeError(
+                f"Incremental strategy {strategy!r} is defined by several packages ({', '.join(sorted(found))}); "
+                f"define {macro_name} in your project to choose one."
+            )
+        raise DbtRuntimeError(
+            f"Unknown incremental strategy {strategy!r}: no macro named {macro_name} in the project or its "
+            f"packages. Built-in strategies: {', '.join(self.valid_incremental_strategies())}."
+        )

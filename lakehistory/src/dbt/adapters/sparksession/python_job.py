@@ -1,0 +1,35 @@
+"""Runs a compiled dbt Python model in the session dbt already uses."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from dbt.adapters.base import PythonJobHelper
+from dbt.adapters.spark.connections import SparkCredentials
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.sparksession.session import active_session
+
+
+class SessionPythonJobHelper(PythonJobHelper):
+    """Submission method `session`: exec the compiled model with `spark` bound to dbt's session.
+
+    The compiled code (model + dbt-spark's write step) needs one free variable, `spark`.
+    """
+
+    def __init__(self, parsed_model: Dict, credentials: SparkCredentials) -> None:
+        self.parsed_model = parsed_model
+        self.credentials = credentials
+
+    def submit(self, compiled_code: str) -> Any:
+        spark = active_session(self.credentials.server_side_parameters)
+        name = self.parsed_model.get("unique_id") or self.parsed_model.get("alias", "python model")
+        code = compile(compiled_code, f"<dbt python model {name}>", "exec")
+        namespace: Dict[str, Any] = {"spark": spark, "__name__": "__dbt_python_model__"}
+        try:
+            exec(code, namespace)  # noqa: S102 - this is what a Python model is
+        except DbtRuntimeError:
+            raise
+        except Exception as exc:  # surface the model's own error, named
+            raise DbtRuntimeError(f"Python model {name} failed: {type(exc).__name__}: {exc}") from exc
+        return None

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Sets up everything the project needs, from nothing, and is safe to run again:
+# checks the prerequisites, creates the virtualenv, installs the pinned packages
+# and caches the Delta Lake jars. Every step is skipped when already done.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+export LAKEHISTORY_HOME="${LAKEHISTORY_HOME:-$root/.local}"
+local_dir="$LAKEHISTORY_HOME"
+venv="$local_dir/venv"
+stamp="$venv/.installed"
+
+fail() { echo "setup: $*" >&2; exit 1; }
+
+# --- prerequisites -------------------------------------------------------------
+python=${PYTHON:-python3}
+command -v "$python" >/dev/null 2>&1 || fail "Python 3.10+ is required ('$python' not found)."
+"$python" - <<'PY' || fail "Python 3.10+ is required (found $("$python" -V 2>&1))."
+import sys
+sys.exit(0 if sys.version_info >= (3, 10) else 1)
+PY
+command -v java >/dev/null 2>&1 || fail "Java 17+ is required (no 'java' on PATH; set JAVA_HOME or install a JDK)."
+java_major=$(java -version 2>&1 | sed -nE '1s/.*version "([0-9]+)(\.[0-9]+)*.*/\1/p')
+[ -n "$java_major" ] && [ "$java_major" -ge 17 ] || fail "Java 17+ is required (found: $(java -version 2>&1 | head -n 1))."
+
+# --- virtualenv and pinned packages ----------------------------------------------
+mkdir -p "$local_dir"
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating virtualenv in .local/venv"
+  "$python" -m venv "$venv"
+fi
+# Reinstall only when the pins or the package metadata changed.
+wanted=$(cat "$root/setup/requirements.lock" "$root/lakehistory/pyproject.toml" | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
+  echo "setup: installing pinned packages"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet -r "$root/setup/requirements.lock"
+  "$venv/bin/python" -m pip install --quiet --no-deps --config-settings editable_mode=compat -e "$root/lakehistory"
+  echo "$wanted" > "$stamp"
+fi
+
+# --- Delta Lake jars (downloaded once, then used offline) ------------------------------
+"$venv/bin/python" -m lakehistory.platform.jars ensure
+
+# Spark's log settings, where the profile looks for them.
+cp "$root/setup/log4j2.properties" "$local_dir/log4j2.properties"
