@@ -9,8 +9,9 @@ timezone-aware UTC `datetime`s with millisecond precision.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Literal, Optional, Sequence
+from typing import Any, Literal
 
 START = "_fivetran_start"
 END = "_fivetran_end"
@@ -26,9 +27,9 @@ TMAX = dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=dt.timezone.utc)
 class _Unmodified:
     """The `unmodified_string` of an update file, before it is written as a token."""
 
-    _instance: Optional["_Unmodified"] = None
+    _instance: _Unmodified | None = None
 
-    def __new__(cls) -> "_Unmodified":
+    def __new__(cls) -> _Unmodified:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -39,7 +40,7 @@ class _Unmodified:
 
 UNMODIFIED = _Unmodified()
 
-Row = Dict[str, Any]
+Row = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class SchemaChange:
     op: Literal["add_column", "drop_column"]
     column: str
     at: dt.datetime
-    type: Optional[str] = None  # add_column only
+    type: str | None = None  # add_column only
     default: Any = None  # add_column only
 
 
@@ -86,15 +87,15 @@ class Batch:
     sequence: int
     key: Sequence[str]
     columns: Sequence[Column]  # key and data columns, in table order (no system columns)
-    replace: List[Row] = field(default_factory=list)
-    update: List[Row] = field(default_factory=list)
-    delete: List[Row] = field(default_factory=list)
-    earliest: Optional[List[Row]] = None
-    deleted_column: Optional[str] = None
-    truncate: Optional[Truncate] = None
-    schema_changes: List[SchemaChange] = field(default_factory=list)
+    replace: list[Row] = field(default_factory=list)
+    update: list[Row] = field(default_factory=list)
+    delete: list[Row] = field(default_factory=list)
+    earliest: list[Row] | None = None
+    deleted_column: str | None = None
+    truncate: Truncate | None = None
+    schema_changes: list[SchemaChange] = field(default_factory=list)
     author: str = "lakehistory"
     app_id: str = "lakehistory"
-    commit_message: Optional[str] = None
+    commit_message: str | None = None
     null_string: str = "\\N"
     unmodified_string: str = "__unmodified__"

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from typing import Any, Callable, Dict, List, Mapping, Optional, Type
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter
-from dbt_common.exceptions import DbtRuntimeError
-
 from dbt.adapters.sparksession.connections import SparkSessionConnectionManager
 from dbt.adapters.sparksession.python_job import SessionPythonJobHelper
 from dbt.adapters.sparksession.session import active_session
+from dbt_common.exceptions import DbtRuntimeError
 
 
-def _seed_cell(value: Any) -> Optional[str]:
+def _seed_cell(value: Any) -> str | None:
     """A parsed seed cell as the string Spark casts to the column type; None stays NULL."""
     if value is None:
         return None
@@ -41,7 +41,7 @@ class SparkSessionAdapter(SparkAdapter):
         return "session"
 
     @property
-    def python_submission_helpers(self) -> Dict[str, Type[PythonJobHelper]]:
+    def python_submission_helpers(self) -> dict[str, type[PythonJobHelper]]:
         return {**super().python_submission_helpers, "session": SessionPythonJobHelper}
 
     def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
@@ -63,7 +63,7 @@ class SparkSessionAdapter(SparkAdapter):
         from pyspark.sql import functions as F
         from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-        names: List[str] = list(agate_table.column_names)
+        names: list[str] = list(agate_table.column_names)
         types = [column_types.get(name) or self.convert_type(agate_table, i) for i, name in enumerate(names)]
         rows = [[n, *(_seed_cell(cell) for cell in row)] for n, row in enumerate(agate_table.rows, start=1)]
         if not rows:
@@ -78,8 +78,7 @@ class SparkSessionAdapter(SparkAdapter):
             *[F.col(c).cast(t).alias(c) for c, t in zip(positional, types)],
         )
         bad_cell = [
-            F.when(F.col(f"raw_{c}").isNotNull() & F.col(c).isNull(), F.lit(i))
-            for i, c in enumerate(positional)
+            F.when(F.col(f"raw_{c}").isNotNull() & F.col(c).isNull(), F.lit(i)) for i, c in enumerate(positional)
         ]
         bad = typed.select("_seed_row", F.coalesce(*bad_cell).alias("col")).where("col is not null").limit(1).collect()
         if bad:
@@ -92,7 +91,7 @@ class SparkSessionAdapter(SparkAdapter):
         return len(rows)
 
     # --- Custom incremental strategies --------------------------------------------------
-    def valid_incremental_strategies(self) -> List[str]:
+    def valid_incremental_strategies(self) -> list[str]:
         """The strategies dbt-spark implements itself; everything else is a custom strategy."""
         return ["append", "merge", "insert_overwrite", "microbatch"]
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 from dbt.adapters.base import PythonJobHelper
 from dbt.adapters.spark.connections import SparkCredentials
-from dbt_common.exceptions import DbtRuntimeError
-
 from dbt.adapters.sparksession.session import active_session
+from dbt_common.exceptions import DbtRuntimeError
 
 
 class SessionPythonJobHelper(PythonJobHelper):
@@ -17,7 +16,7 @@ class SessionPythonJobHelper(PythonJobHelper):
     The compiled code (model + dbt-spark's write step) needs one free variable, `spark`.
     """
 
-    def __init__(self, parsed_model: Dict, credentials: SparkCredentials) -> None:
+    def __init__(self, parsed_model: dict, credentials: SparkCredentials) -> None:
         self.parsed_model = parsed_model
         self.credentials = credentials
 
@@ -25,7 +24,7 @@ class SessionPythonJobHelper(PythonJobHelper):
         spark = active_session(self.credentials.server_side_parameters)
         name = self.parsed_model.get("unique_id") or self.parsed_model.get("alias", "python model")
         code = compile(compiled_code, f"<dbt python model {name}>", "exec")
-        namespace: Dict[str, Any] = {"spark": spark, "__name__": "__dbt_python_model__"}
+        namespace: dict[str, Any] = {"spark": spark, "__name__": "__dbt_python_model__"}
         try:
             exec(code, namespace)  # noqa: S102 - this is what a Python model is
         except DbtRuntimeError:

@@ -1,0 +1,32 @@
+"""Seeded generator of realistic change batches for the CRMP climate-station demo domain.
+
+- `domain`: the five tables as data (columns with Spark SQL types, keys, foreign keys).
+- `SourceSimulator` / `GeneratorConfig`: the simulated source, one sync at a time, producing
+  `lakehistory.landing.batch.Batch` objects exactly as Fivetran's history mode sends them.
+- `generate`: simulate and land batches (and daily full extracts) under a landing root.
+"""
+
+from lakehistory.generator.batches import BatchStats, Events, build_batch
+from lakehistory.generator.domain import TABLE_NAMES, TABLES, ForeignKey, TableDef, get_table
+from lakehistory.generator.land import GenerateSummary, extract_path, generate, write_extract
+from lakehistory.generator.metadata import Rates
+from lakehistory.generator.simulator import GeneratorConfig, SourceSimulator, batch_id
+
+__all__ = [
+    "TABLES",
+    "TABLE_NAMES",
+    "BatchStats",
+    "Events",
+    "ForeignKey",
+    "GenerateSummary",
+    "GeneratorConfig",
+    "Rates",
+    "SourceSimulator",
+    "TableDef",
+    "batch_id",
+    "build_batch",
+    "extract_path",
+    "generate",
+    "get_table",
+    "write_extract",
+]

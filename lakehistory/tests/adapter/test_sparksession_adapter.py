@@ -1,0 +1,123 @@
+"""The `sparksession` adapter plugin: what it adds to dbt-spark, and its errors."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from dbt.adapters.sparksession.impl import SparkSessionAdapter, _seed_cell
+from dbt_common.exceptions import DbtRuntimeError
+
+from harness import REPO_ROOT, DbtProject
+from lakehistory.platform import jars
+
+
+def lookup(context: dict, strategy: str):
+    stub = SimpleNamespace(valid_incremental_strategies=lambda: ["append", "merge"])
+    return SparkSessionAdapter.get_incremental_strategy_macro(stub, context, strategy)
+
+
+def test_strategy_found_in_root_project_first() -> None:
+    root, packaged = object(), object()
+    context = {"get_incremental_x_sql": root, "some_package": {"get_incremental_x_sql": packaged}}
+    assert lookup(context, "x") is root
+
+
+def test_strategy_found_in_an_installed_package() -> None:
+    packaged = object()
+    context = {"ref": object(), "some_package": {"get_incremental_x_sql": packaged, "other": object()}}
+    assert lookup(context, "x") is packaged
+
+
+def test_strategy_in_two_packages_is_ambiguous() -> None:
+    context = {"a": {"get_incremental_x_sql": object()}, "b": {"get_incremental_x_sql": object()}}
+    with pytest.raises(DbtRuntimeError, match=r"several packages \(a, b\)"):
+        lookup(context, "x")
+
+
+def test_unknown_strategy_names_itself_and_the_builtins() -> None:
+    with pytest.raises(DbtRuntimeError, match=r"'nope'.*get_incremental_nope_sql.*append, merge"):
+        lookup({}, "nope")
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(None, None), (True, "true"), (False, "false"), ("O'Brien", "O'Brien"), ("", "")],
+)
+def test_seed_cells_travel_as_text(value, text) -> None:
+    assert _seed_cell(value) == text
+
+
+def test_profile_loads_exactly_the_cached_jars() -> None:
+    profile = (REPO_ROOT / "profiles.yml").read_text()
+    listed = re.findall(r"/jars/([^,\s]+\.jar)", profile)
+    assert sorted(listed) == sorted(jars.REQUIRED)
+
+
+def add_model(project: DbtProject, name: str, body: str) -> None:
+    path = project.project_dir / "models" / name
+    path.write_text(textwrap.dedent(body))
+
+
+def test_seed_value_that_does_not_cast_names_column_and_row(dbt_project: DbtProject) -> None:
+    seed = dbt_project.project_dir / "seeds" / "platform_variables_seed.csv"
+    lines = seed.read_text().splitlines()
+    lines[2] = lines[2].rsplit(",", 1)[0] + ",tenth"  # data row 2: PCPN's precision
+    seed.write_text("\n".join(lines) + "\n")
+    (seed.parent / "_seed_types.yml").write_text(
+        "version: 2\nseeds:\n  - name: platform_variables_seed\n    config:\n      column_types: {precision: double}\n"
+    )
+    error = dbt_project.run_fails("seed")
+    assert "'precision'" in error and "'tenth'" in error and "data row 2" in error, error
+    tables = [r["tableName"] for r in dbt_project.rows("show tables in {schema}")]
+    assert "platform_variables_seed" not in tables or not dbt_project.rows(
+        "select * from {schema}.platform_variables_seed"
+    ), "a seed that fails must not leave rows behind"
+
+
+def test_unknown_custom_strategy_is_a_clear_error(dbt_project: DbtProject) -> None:
+    add_model(
+        dbt_project,
+        "odd_strategy.sql",
+        """
+        {{ config(materialized='incremental', incremental_strategy='no_such_strategy') }}
+        select 1 as id
+    """,
+    )
+    error = dbt_project.run_fails("run", "--select", "odd_strategy")
+    assert "no_such_strategy" in error and "get_incremental_no_such_strategy_sql" in error, error
+
+
+def test_python_model_error_names_the_model(dbt_project: DbtProject) -> None:
+    add_model(
+        dbt_project,
+        "broken_python.py",
+        """
+        def model(dbt, session):
+            stations = session.range(0)
+            if stations.isEmpty():
+                raise ValueError("station list is empty")
+            return stations
+    """,
+    )
+    error = dbt_project.run_fails("run", "--select", "broken_python")
+    assert "broken_python" in error and "station list is empty" in error, error
+
+
+def test_python_model_runs_in_dbt_session_and_sees_its_temp_views(dbt_project: DbtProject, tmp_path: Path) -> None:
+    add_model(
+        dbt_project,
+        "session_check.py",
+        """
+        def model(dbt, session):
+            # The SQL session's catalog, conf and temp views are the Python model's too.
+            session.sql("create or replace temporary view session_probe as select 42 as answer")
+            assert session.conf.get("spark.sql.session.timeZone") == "UTC"
+            return session.table("session_probe")
+    """,
+    )
+    dbt_project.run_ok("run", "--select", "session_check")
+    assert dbt_project.rows("select * from {schema}.session_check") == [{"answer": 42}]

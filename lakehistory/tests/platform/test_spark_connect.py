@@ -1,0 +1,59 @@
+"""The same project, unchanged, on a Spark Connect server (profile target `connect`).
+
+Runs in its own pytest process (`make test-connect`): a Connect client and the embedded
+session of the other tests do not belong in one process.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from harness import DbtProject, copy_project, unique_schema
+from lakehistory.platform import connect_server
+
+pytestmark = pytest.mark.connect
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def connect_url(tmp_path_factory: pytest.TempPathFactory):
+    lakehouse = tmp_path_factory.mktemp("connect-lakehouse")
+    port = free_port()
+    server = connect_server.start(port, lakehouse, lakehouse / "server.log")
+    url = f"sc://127.0.0.1:{port}"
+    os.environ["SPARK_REMOTE"] = url
+    try:
+        yield url
+    finally:
+        os.environ.pop("SPARK_REMOTE", None)
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_sql_and_python_models_seeds_and_snapshots_run_over_connect(connect_url: str, tmp_path: Path) -> None:
+    project = DbtProject(copy_project(tmp_path / "project"), unique_schema("connect"), target="connect")
+    project.run_ok("build")
+
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(connect_url).getOrCreate()
+    assert type(spark).__module__.startswith("pyspark.sql.connect"), "assertions must read through Connect too"
+    seed = {r["vars_id"]: r for r in project.rows("select * from {schema}.platform_variables_seed")}
+    assert seed[2]["precision"] is None and seed[3]["display_name"] == "Wind direction (O'Brien vane)"
+    counts = {r["unit"]: r["variable_count"] for r in project.rows("select * from {schema}.platform_unit_counts")}
+    assert sum(counts.values()) == len(seed)
+    catalog = project.rows("select vars_id from {schema}.platform_variable_catalog")
+    assert sorted(r["vars_id"] for r in catalog) == sorted(seed)
+    assert project.rows("select count(*) as n from {schema}.platform_variables_snapshot")[0]["n"] == len(seed)
+    assert project.rows("select count(*) as n from {schema}.platform_variable_first_seen")[0]["n"] == len(seed)
+    detail = project.rows("describe detail {schema}.platform_variable_catalog")[0]
+    assert detail["format"] == "delta"
