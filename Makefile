@@ -7,7 +7,11 @@ DBT := $(BIN)/dbt --no-use-colors
 
 .PHONY: demo test setup lint test-python test-connect docs clean
 
+LANDING := $(LAKEHISTORY_HOME)/landing
+
 demo: setup
+	@test -d $(LANDING) || $(BIN)/lakehistory generate --landing $(LANDING) \
+		--scale 50 --syncs 4 --seed 42 --tables meta_network,meta_station
 	$(DBT) build --profiles-dir .
 
 test: lint test-python test-connect
@@ -32,4 +36,4 @@ docs: setup
 	$(DBT) docs generate --profiles-dir .
 
 clean:
-	rm -rf target logs dbt_packages $(LAKEHISTORY_HOME)/lakehouse
+	rm -rf target logs dbt_packages $(LAKEHISTORY_HOME)/lakehouse $(LANDING)

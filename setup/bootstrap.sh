@@ -14,10 +14,10 @@ fail() { echo "setup: $*" >&2; exit 1; }
 
 # --- prerequisites -------------------------------------------------------------
 python=${PYTHON:-python3}
-command -v "$python" >/dev/null 2>&1 || fail "Python 3.10+ is required ('$python' not found)."
-"$python" - <<'PY' || fail "Python 3.10+ is required (found $("$python" -V 2>&1))."
+command -v "$python" >/dev/null 2>&1 || fail "Python 3.11+ is required ('$python' not found)."
+"$python" - <<'PY' || fail "Python 3.11+ is required (found $("$python" -V 2>&1))."
 import sys
-sys.exit(0 if sys.version_info >= (3, 10) else 1)
+sys.exit(0 if sys.version_info >= (3, 11) else 1)
 PY
 command -v java >/dev/null 2>&1 || fail "Java 17+ is required (no 'java' on PATH; set JAVA_HOME or install a JDK)."
 java_major=$(java -version 2>&1 | sed -nE '1s/.*version "([0-9]+)(\.[0-9]+)*.*/\1/p')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # The jars and Spark's log settings come from the project's local state (setup/bootstrap.sh).
     os.environ.setdefault("LAKEHISTORY_HOME", str(REPO_ROOT / ".local"))
     os.environ.pop("SPARK_REMOTE", None)  # the embedded session unless a test asks for Connect
+    # PySpark hands timestamps to Python in the process's time zone; the lakehouse speaks UTC.
+    os.environ["TZ"] = "UTC"
+    time.tzset()
 
 
 @pytest.fixture(scope="session")

@@ -44,9 +44,11 @@ class DbtProject:
         self.project_dir = Path(project_dir)
         self.schema = schema
         self.target = target
+        self.landing = self.project_dir / "landing"  # this project's own landing root
 
     def invoke(self, *args: str, vars: dict | None = None) -> dbtRunnerResult:
         os.environ["LAKEHISTORY_SCHEMA"] = self.schema
+        os.environ["LAKEHISTORY_LANDING"] = str(self.landing)
         command: list[str] = [
             *args,
             "--project-dir",

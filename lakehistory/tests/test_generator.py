@@ -20,7 +20,7 @@ from lakehistory.generator.batches import TMAX_MS, key_intervals, ms_to_dt, to_m
 from lakehistory.generator.domain import OBS_RAW, TABLE_NAMES, TABLES, domain_as_dict, get_table
 from lakehistory.landing.batch import ACTIVE, END, ONE_MS, START, SYNCED, TMAX, UNMODIFIED, Batch
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 # --------------------------------------------------------------------------------------------

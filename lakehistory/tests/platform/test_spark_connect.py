@@ -34,6 +34,12 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory):
     try:
         yield url
     finally:
+        from pyspark.sql import SparkSession
+
+        # Release the client session first: a client left behind retries the stopped server.
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
         os.environ.pop("SPARK_REMOTE", None)
         server.terminate()
         server.wait(timeout=60)

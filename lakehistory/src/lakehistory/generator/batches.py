@@ -36,13 +36,13 @@ DELETE = 2
 
 INT_NULL = np.iinfo(np.int64).min
 """NULL in an int64 value column (bigint or timestamp-in-ms)."""
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 TMAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
 MS_SECOND = 1000
 MS_MINUTE = 60 * MS_SECOND
 MS_HOUR = 60 * MS_MINUTE
 MS_DAY = 24 * MS_HOUR
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 
 
 def to_ms(t: dt.datetime) -> int:

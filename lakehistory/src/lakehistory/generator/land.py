@@ -44,7 +44,7 @@ def _text(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, dt.datetime):
-        u = v.astimezone(dt.timezone.utc)
+        u = v.astimezone(dt.UTC)
         return u.strftime("%Y-%m-%dT%H:%M:%S.") + f"{u.microsecond // 1000:03d}Z"
     if isinstance(v, dt.date):
         return v.isoformat()

@@ -78,7 +78,7 @@ class SourceSimulator:
                 keep_all=config.keep_all_obs,
             )
         self.sync = 0
-        start_ms = to_ms(dt.datetime.combine(config.start, dt.time(), tzinfo=dt.timezone.utc))
+        start_ms = to_ms(dt.datetime.combine(config.start, dt.time(), tzinfo=dt.UTC))
         jitter = np.random.default_rng([config.seed, 9001]).integers(0, 10 * MS_MINUTE, size=config.syncs + 1)
         self._times = [start_ms - config.initial_days * MS_DAY] + [
             start_ms + (k - 1) * MS_DAY + 3 * MS_HOUR + int(jitter[k]) for k in range(1, config.syncs + 1)

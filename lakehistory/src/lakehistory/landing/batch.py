@@ -21,7 +21,7 @@ EARLIEST = "_fivetran_earliest"  # seed form only; never stored
 SYSTEM_COLUMNS = (START, END, ACTIVE, SYNCED)
 
 ONE_MS = dt.timedelta(milliseconds=1)
-TMAX = dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=dt.timezone.utc)
+TMAX = dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=dt.UTC)
 
 
 class _Unmodified:

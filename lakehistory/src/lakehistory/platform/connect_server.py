@@ -44,6 +44,7 @@ def server_command(port: int, lakehouse: Path) -> list[str]:
         "spark.driver.host": "127.0.0.1",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
+        "spark.databricks.delta.snapshotPartitions": "2",
         "spark.ui.enabled": "false",
         "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,6 +50,25 @@ class SparkSessionAdapter(SparkAdapter):
 
     def spark_session(self):  # noqa: ANN201 - pyspark's SparkSession (classic or Connect)
         return active_session(self.config.credentials.server_side_parameters)
+
+    @available
+    def call_python(self, target: str, kwargs: Mapping[str, Any]) -> Any:
+        """Call `package.module:function(spark, **kwargs)` in dbt's own SparkSession.
+
+        The bridge from a macro to Python code that needs the session itself (reading files with
+        DataFrame options, say). Errors surface as dbt errors with the function's own message.
+        """
+        module_name, _, function_name = target.partition(":")
+        try:
+            function = getattr(importlib.import_module(module_name), function_name)
+        except (ImportError, AttributeError) as exc:
+            raise DbtRuntimeError(f"adapter.call_python: cannot import {target!r}: {exc}") from exc
+        try:
+            return function(self.spark_session(), **dict(kwargs))
+        except DbtRuntimeError:
+            raise
+        except Exception as exc:
+            raise DbtRuntimeError(str(exc)) from exc
 
     # --- Seeds -----------------------------------------------------------------
     @available

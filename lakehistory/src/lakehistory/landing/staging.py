@@ -1,0 +1,489 @@
+"""Staging: the pending batches of one table, read as strings, tokens resolved, typed, validated.
+
+Everything here is DataFrame work: files are read by Spark (any Spark-readable URI), casts and
+checks are column expressions, and only bounded results reach the driver (the manifests, which
+are one small row per batch, and at most a few offending rows when input is bad).
+
+A batch that fails a check stops the whole run before anything is applied: the error names the
+batch, the file, the data row and the column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
+
+from .batch import ACTIVE, EARLIEST, END, START, SYNCED, Column
+
+KINDS = ("replace", "update", "delete", "earliest")
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
+INTEGER_TYPES = {"tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte"}
+
+# Columns staging adds to every row; the history merge reads them, the history table never stores them.
+META_COLUMNS = (
+    "_lh_unmodified",
+    "_lh_source_table",
+    "_lh_kind",
+    "_lh_batch_id",
+    "_lh_sequence",
+    "_lh_ordinal",
+    "_lh_has_earliest_file",
+    "_lh_deleted_column",
+    "_lh_author",
+    "_lh_app_id",
+    "_lh_commit_message",
+    "_lh_file",
+    "_lh_row",
+)
+
+MANIFEST_SCHEMA = StructType(
+    [
+        StructField("format_version", LongType()),
+        StructField("table", StringType()),
+        StructField("batch_id", StringType()),
+        StructField("sequence", LongType()),
+        StructField("key", ArrayType(StringType())),
+        StructField("null_string", StringType()),
+        StructField("unmodified_string", StringType()),
+        StructField("author", StringType()),
+        StructField("app_id", StringType()),
+        StructField("commit_message", StringType()),
+        StructField("deleted_column", StringType()),
+        StructField("truncate", StructType([StructField("mode", StringType()), StructField("before", StringType())])),
+        StructField(
+            "schema_changes",
+            ArrayType(
+                StructType(
+                    [
+                        StructField("op", StringType()),
+                        StructField("column", StringType()),
+                        StructField("type", StringType()),
+                        StructField("default", StringType()),
+                        StructField("at", StringType()),
+                    ]
+                )
+            ),
+        ),
+        StructField(
+            "files",
+            ArrayType(
+                StructType(
+                    [
+                        StructField("kind", StringType()),
+                        StructField("path", StringType()),
+                        StructField("format", StringType()),
+                        StructField("compression", StringType()),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
+
+
+class BatchError(ValueError):
+    """Bad input in a landed batch. Nothing of the run has been applied."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What a history table expects of its batches."""
+
+    table: str
+    key: tuple[str, ...]
+    columns: tuple[Column, ...]  # key and data columns with Spark SQL types; no system columns
+
+    @property
+    def data_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.name not in self.key)
+
+    def staged_schema(self) -> StructType:
+        """The typed staging schema, also what an empty run returns."""
+        fields = [StructField(c.name, _spark_type(c.type)) for c in self.columns]
+        fields += [
+            StructField(START, _spark_type("timestamp")),
+            StructField(END, _spark_type("timestamp")),
+            StructField(ACTIVE, BooleanType()),
+            StructField(SYNCED, _spark_type("timestamp")),
+            StructField(EARLIEST, BooleanType()),
+            StructField("_lh_unmodified", ArrayType(StringType())),
+            StructField("_lh_source_table", StringType()),
+            StructField("_lh_kind", StringType()),
+            StructField("_lh_batch_id", StringType()),
+            StructField("_lh_sequence", LongType()),
+            StructField("_lh_ordinal", LongType()),
+            StructField("_lh_has_earliest_file", BooleanType()),
+            StructField("_lh_deleted_column", StringType()),
+            StructField("_lh_author", StringType()),
+            StructField("_lh_app_id", StringType()),
+            StructField("_lh_commit_message", StringType()),
+            StructField("_lh_file", StringType()),
+            StructField("_lh_row", LongType()),
+        ]
+        return StructType(fields)
+
+
+def _spark_type(sql_type: str):
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(sql_type)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What the transactions table says about a table: applied batch ids and the last sequence."""
+
+    batch_ids: frozenset[str]
+    last_sequence: int | None
+
+
+def _fail(batch: str, message: str) -> BatchError:
+    return BatchError(f"Batch {batch}: {message}")
+
+
+def read_manifests(spark: SparkSession, landing_root: str, table: str) -> list[dict]:
+    """Every batch folder of the table with its manifest (None where the manifest is missing)."""
+    base = f"{landing_root.rstrip('/')}/{table}"
+    try:
+        files = spark.read.format("binaryFile").load(f"{base}/*/*").select("path")
+        folders = sorted({row.path.rsplit("/", 2)[-2] for row in files.collect()})
+    except Exception as exc:  # no folder for the table yet: nothing to stage
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return []
+        raise
+    manifests: dict[str, dict] = {}
+    if folders:
+        frame = spark.read.option("multiLine", True).schema(MANIFEST_SCHEMA).json(f"{base}/*/manifest.json")
+        for row in frame.withColumn("_path", F.col("_metadata.file_path")).collect():
+            manifests[row["_path"].rsplit("/", 2)[-2]] = {**row.asDict(recursive=True), "_folder": f"{base}"}
+    return [
+        manifests.get(folder, {"_missing": True, "_folder_name": folder}) | {"_folder_name": folder}
+        for folder in folders
+    ]
+
+
+def _check_manifest(manifest: dict, spec: TableSpec) -> None:
+    folder = manifest["_folder_name"]
+    if manifest.get("_missing"):
+        raise _fail(folder, f"folder {spec.table}/{folder} has files but no manifest.json (incomplete or not a batch)")
+    if not SAFE_NAME.match(folder):
+        raise _fail(folder, "a batch id may hold only letters, digits and _ . = -")
+    for field in ("table", "batch_id", "sequence", "key", "null_string", "unmodified_string", "files"):
+        if manifest.get(field) in (None, ""):
+            raise _fail(folder, f"manifest.json lacks {field!r}")
+    if manifest["batch_id"] != folder:
+        raise _fail(folder, f"manifest.json names batch {manifest['batch_id']!r}, but its folder is {folder!r}")
+    if manifest["table"] != spec.table:
+        raise _fail(
+            folder, f"manifest.json is for table {manifest['table']!r}, but this history table is {spec.table!r}"
+        )
+    if tuple(manifest["key"]) != spec.key:
+        raise _fail(folder, f"key {manifest['key']} does not match the table's key {list(spec.key)}")
+    if manifest["null_string"] == manifest["unmodified_string"]:
+        raise _fail(folder, "null_string and unmodified_string must differ")
+    if manifest.get("truncate") or manifest.get("schema_changes"):
+        raise _fail(folder, "truncates and schema changes are not supported by this version of the merge yet")
+    for entry in manifest["files"]:
+        if entry.get("kind") not in KINDS:
+            raise _fail(folder, f"file {entry.get('path')!r} has kind {entry.get('kind')!r}; expected one of {KINDS}")
+
+
+def pending_manifests(manifests: list[dict], spec: TableSpec, applied: Applied) -> list[dict]:
+    """The batches to apply, in batch order, after checking every manifest."""
+    pending = []
+    for manifest in manifests:
+        _check_manifest(manifest, spec)
+        if manifest["batch_id"] not in applied.batch_ids:
+            pending.append(manifest)
+    pending.sort(key=lambda m: m["sequence"])
+    for earlier, later in zip(pending, pending[1:]):
+        if earlier["sequence"] == later["sequence"]:
+            raise _fail(later["batch_id"], f"has the same sequence {later['sequence']} as batch {earlier['batch_id']}")
+    if pending and applied.last_sequence is not None and pending[0]["sequence"] <= applied.last_sequence:
+        first = pending[0]
+        raise _fail(
+            first["batch_id"],
+            f"sequence {first['sequence']} is not after the last applied sequence {applied.last_sequence}; "
+            "a batch older than one already applied cannot be applied",
+        )
+    return pending
+
+
+def _file_format(entry: dict) -> str:
+    if entry.get("format"):
+        return entry["format"]
+    return "parquet" if entry["path"].endswith(".parquet") else "csv"
+
+
+def _read_file(spark: SparkSession, path: str, file_format: str) -> DataFrame:
+    if file_format == "parquet":
+        frame = spark.read.parquet(path)
+        return frame.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in frame.columns])
+    # Backslash is an ordinary character; quotes are doubled; quoted fields may span lines.
+    return (
+        spark.read.option("header", True)
+        .option("multiLine", True)
+        .option("quote", '"')
+        .option("escape", '"')
+        .option("mode", "FAILFAST")
+        .option("encoding", "UTF-8")
+        .csv(path)
+    )
+
+
+def _expected_columns(spec: TableSpec, kind: str) -> tuple[set[str], set[str]]:
+    """(required, allowed) column names for a file of this kind."""
+    key, every = set(spec.key), {c.name for c in spec.columns}
+    system = {START, END, ACTIVE, SYNCED}
+    if kind in ("replace", "update"):
+        # `_fivetran_earliest` is optional: without it (and without earliest files) E is empty.
+        return every | system, every | system | {EARLIEST}
+    if kind == "delete":
+        return key | {END}, every | system | {EARLIEST}
+    return key | {START}, key | {START}
+
+
+def _raw_file(spark: SparkSession, spec: TableSpec, manifest: dict, entry: dict) -> DataFrame:
+    batch, kind = manifest["batch_id"], entry["kind"]
+    path = f"{manifest['_folder']}/{batch}/{entry['path']}"
+    try:
+        frame = _read_file(spark, path, _file_format(entry))
+        columns = frame.columns
+    except Exception as exc:
+        raise _fail(batch, f"file {entry['path']} cannot be read: {_first_line(exc)}") from exc
+    required, allowed = _expected_columns(spec, kind)
+    if missing := sorted(required - set(columns)):
+        raise _fail(batch, f"{kind} file {entry['path']} lacks column(s) {', '.join(missing)}")
+    if unknown := sorted(set(columns) - allowed):
+        raise _fail(batch, f"{kind} file {entry['path']} has unknown column(s) {', '.join(unknown)}")
+    wanted = [c.name for c in spec.columns] + [START, END, ACTIVE, SYNCED, EARLIEST]
+    return frame.select(
+        *[F.col(f"`{c}`") if c in columns and c in allowed else F.lit(None).cast("string").alias(c) for c in wanted],
+        F.lit(kind).alias("_lh_kind"),
+        F.lit(entry["path"]).alias("_lh_file"),
+        (F.monotonically_increasing_id() + 1).alias("_lh_row"),  # data row in the file (one partition per CSV)
+    )
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+def _typed(raw: SparkColumn, sql_type: str) -> SparkColumn:
+    if sql_type in INTEGER_TYPES:  # a plain cast would truncate 1.5 to 1 with ANSI off
+        return F.when(raw.rlike(r"^\s*[+-]?[0-9]+\s*$"), raw.cast(sql_type))
+    return raw.cast(sql_type)
+
+
+def stage_batch(spark: SparkSession, spec: TableSpec, manifest: dict, ordinal: int) -> DataFrame:
+    """One batch's rows, typed, with the merge's metadata columns (not yet validated)."""
+    kinds = {entry["kind"] for entry in manifest["files"]}
+    has_earliest_file = "earliest" in kinds
+    frames = [_raw_file(spark, spec, manifest, e) for e in manifest["files"]]
+    raw = reduce(DataFrame.unionByName, frames)
+    null_token, unmodified_token = F.lit(manifest["null_string"]), F.lit(manifest["unmodified_string"])
+
+    def value(name: str, sql_type: str) -> SparkColumn:
+        cell = F.col(f"`{name}`")
+        return F.when((cell == null_token) | (cell == unmodified_token), None).otherwise(_typed(cell, sql_type))
+
+    types = {c.name: c.type for c in spec.columns} | {
+        START: "timestamp",
+        END: "timestamp",
+        ACTIVE: "boolean",
+        SYNCED: "timestamp",
+        EARLIEST: "boolean",
+    }
+    unmodified = F.filter(
+        F.array(*[F.when(F.col(f"`{c.name}`") == unmodified_token, F.lit(c.name)) for c in spec.data_columns]),
+        lambda name: name.isNotNull(),
+    )
+    # A cell that is text (not a token) but does not convert: the first such column, per row.
+    bad_cell = F.coalesce(
+        *[
+            F.when(
+                F.col(f"`{name}`").isNotNull()
+                & (F.col(f"`{name}`") != null_token)
+                & (F.col(f"`{name}`") != unmodified_token)
+                & value(name, sql_type).isNull(),
+                F.concat(F.lit(f"column {name}: {sql_type} expected, found "), F.to_json(F.array(F.col(f"`{name}`")))),
+            )
+            for name, sql_type in types.items()
+        ]
+    )
+    return raw.select(
+        *[value(name, sql_type).alias(name) for name, sql_type in types.items()],
+        unmodified.alias("_lh_unmodified"),
+        F.lit(spec.table).alias("_lh_source_table"),
+        "_lh_kind",
+        F.lit(manifest["batch_id"]).alias("_lh_batch_id"),
+        F.lit(manifest["sequence"]).cast("bigint").alias("_lh_sequence"),
+        F.lit(ordinal).cast("bigint").alias("_lh_ordinal"),
+        F.lit(has_earliest_file).alias("_lh_has_earliest_file"),
+        F.lit(manifest.get("deleted_column")).cast("string").alias("_lh_deleted_column"),
+        F.lit(manifest.get("author")).cast("string").alias("_lh_author"),
+        F.lit(manifest.get("app_id")).cast("string").alias("_lh_app_id"),
+        F.lit(manifest.get("commit_message")).cast("string").alias("_lh_commit_message"),
+        "_lh_file",
+        "_lh_row",
+        bad_cell.alias("_lh_bad_cell"),
+        _token_misuse(spec, unmodified_token, null_token).alias("_lh_misuse"),
+    )
+
+
+def _token_misuse(spec: TableSpec, unmodified_token: SparkColumn, null_token: SparkColumn) -> SparkColumn:
+    """What a row does with the tokens that it may not: unmodified outside update data columns,
+    NULL or unmodified in key columns, missing system values."""
+    kind = F.col("_lh_kind")
+    checks = []
+    for name in spec.key:
+        cell = F.col(f"`{name}`")
+        checks.append(F.when(cell.isNull() | (cell == null_token), F.lit(f"key column {name} is NULL")))
+        checks.append(F.when(cell == unmodified_token, F.lit(f"key column {name} holds unmodified_string")))
+    for c in spec.data_columns:
+        checks.append(
+            F.when(
+                (kind != "update") & (F.col(f"`{c.name}`") == unmodified_token),
+                F.concat(F.lit(f"column {c.name} holds unmodified_string in a "), kind, F.lit(" file")),
+            )
+        )
+    needs = {
+        START: ("replace", "update", "earliest"),
+        END: ("replace", "update", "delete"),
+        ACTIVE: ("replace", "update"),
+    }
+    needs |= {SYNCED: ("replace", "update")}
+    for name, kinds in needs.items():
+        cell = F.col(f"`{name}`")
+        checks.append(
+            F.when(
+                kind.isin(*kinds) & (cell.isNull() | (cell == null_token) | (cell == unmodified_token)),
+                F.lit(f"system column {name} has no value"),
+            )
+        )
+    return F.coalesce(*checks)
+
+
+def validate(staged: DataFrame, spec: TableSpec) -> None:
+    """Raise BatchError for the first problems found in the staged rows (a bounded collect)."""
+    problems = (
+        staged.where(F.col("_lh_misuse").isNotNull() | F.col("_lh_bad_cell").isNotNull())
+        .select("_lh_batch_id", "_lh_file", "_lh_row", F.coalesce("_lh_misuse", "_lh_bad_cell").alias("problem"))
+        .orderBy("_lh_sequence", "_lh_file", "_lh_row")
+        .limit(5)
+        .collect()
+    )
+    if problems:
+        lines = [f"file {p._lh_file}, data row {p._lh_row}: {p.problem}" for p in problems]
+        raise _fail(problems[0]._lh_batch_id, "; ".join(lines))
+    key_columns = [F.col(f"`{k}`") for k in spec.key]
+    duplicates = (
+        staged.where(F.col("_lh_kind").isin("replace", "update"))
+        .groupBy("_lh_sequence", "_lh_batch_id", *key_columns, START)
+        .agg(F.count("*").alias("n"), F.array_sort(F.collect_set("_lh_file")).alias("files"))
+        .where("n > 1")
+        .orderBy("_lh_sequence")
+        .limit(1)
+        .collect()
+    )
+    if duplicates:
+        d = duplicates[0]
+        key = ", ".join(f"{k}={d[k]!r}" for k in spec.key)
+        raise _fail(
+            d._lh_batch_id,
+            f"key ({key}) has {d.n} versions with the same _fivetran_start {d[START]} in {', '.join(d.files)}",
+        )
+
+
+def _batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame:
+    """One `_lh_kind = 'batch'` row per pending batch, so that a batch without rows is applied
+    (and recorded) too. Its data and system columns are NULL."""
+    rows = [
+        {
+            "_lh_unmodified": [],
+            "_lh_source_table": spec.table,
+            "_lh_kind": "batch",
+            "_lh_batch_id": m["batch_id"],
+            "_lh_sequence": m["sequence"],
+            "_lh_ordinal": ordinal,
+            "_lh_has_earliest_file": False,
+            "_lh_deleted_column": m.get("deleted_column"),
+            "_lh_author": m.get("author"),
+            "_lh_app_id": m.get("app_id"),
+            "_lh_commit_message": m.get("commit_message"),
+            "_lh_file": "manifest.json",
+            "_lh_row": 0,
+        }
+        for ordinal, m in enumerate(pending, start=1)
+    ]
+    schema = spec.staged_schema()
+    return spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows], schema).select(
+        *schema.fieldNames(),
+        F.lit(None).cast("string").alias("_lh_bad_cell"),
+        F.lit(None).cast("string").alias("_lh_misuse"),
+    )
+
+
+def register_pending_batches(
+    spark: SparkSession,
+    view: str,
+    landing_root: str,
+    table: str,
+    key: Sequence[str],
+    columns: Sequence[Sequence[str]],
+    transactions: str | None = None,
+) -> int:
+    """Entry point for dbt (`adapter.call_python`): stage, validate and register the pending
+    batches of `table` as the temp view `view`. Returns the number of pending batches."""
+    spec = TableSpec(table=table, key=tuple(key), columns=spec_columns(columns))
+    staged = stage_pending_batches(spark, landing_root, spec, transactions)
+    staged.createOrReplaceTempView(view)
+    return staged.where(F.col("_lh_kind") == "batch").count()
+
+
+def applied_batches(spark: SparkSession, transactions: str | None, table: str) -> Applied:
+    """Read the transactions table (None or missing: nothing applied yet)."""
+    if transactions is None or not spark.catalog.tableExists(transactions):
+        return Applied(frozenset(), None)
+    rows = (
+        spark.table(transactions)
+        .where(F.col("source_table") == F.lit(table))
+        .select("batch_id", "batch_sequence")
+        .collect()
+    )
+    return Applied(frozenset(r.batch_id for r in rows), max((r.batch_sequence for r in rows), default=None))
+
+
+def stage_pending_batches(
+    spark: SparkSession, landing_root: str, spec: TableSpec, transactions: str | None = None
+) -> DataFrame:
+    """The typed, validated rows of every batch of `spec.table` not yet applied, in batch order.
+    `_lh_ordinal` numbers the pending batches 1, 2, ... in the order they must be applied."""
+    manifests = read_manifests(spark, landing_root, spec.table)
+    pending = pending_manifests(manifests, spec, applied_batches(spark, transactions, spec.table))
+    if not pending:
+        return spark.createDataFrame([], spec.staged_schema())
+    staged = reduce(
+        DataFrame.unionByName,
+        [stage_batch(spark, spec, m, ordinal) for ordinal, m in enumerate(pending, start=1) if m["files"]]
+        + [_batch_markers(spark, spec, pending)],
+    )
+    try:
+        validate(staged, spec)
+    except BatchError:
+        raise
+    except Exception as exc:  # e.g. a truncated gzip member surfaces when the file is scanned
+        raise BatchError(f"Batches {', '.join(m['batch_id'] for m in pending)}: {_first_line(exc)}") from exc
+    return staged.drop("_lh_bad_cell", "_lh_misuse")
+
+
+def spec_columns(columns: Sequence[tuple[str, str]]) -> tuple[Column, ...]:
+    return tuple(Column(name, sql_type) for name, sql_type in columns)

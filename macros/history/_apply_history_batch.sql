@@ -1,0 +1,329 @@
+{#-
+  Applies one staged batch (`_lh_ordinal = ordinal`) to a history table: one Delta MERGE, then
+  the transaction record. The spec's rule numbers are in the comments.
+
+  1. Compute the new live rows of the batch's keys from their live rows and the batch (rules 6-11).
+  2. Diff them against the live rows: a live row that is gone or different is closed
+     (valid_to = txn); a new or different row is opened (valid_from = txn); equal rows stay.
+  3. MERGE the diff in one commit; record the transaction.
+-#}
+{% macro _apply_history_batch(target, staged, transactions, keys, data_columns, deleted_column, ordinal) %}
+  {%- set started_at = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
+  {%- set txn_id = (run_query("select coalesce(max(txn_id), 0) + 1 from " ~ transactions).rows[0][0]) | int -%}
+  {%- set open = lakehistory.open_version() -%}
+  {%- set value_columns = data_columns + ['_fivetran_start', '_fivetran_end', '_fivetran_active', '_fivetran_synced'] -%}
+
+  {%- do lakehistory._drop_temp_views() -%}
+  {#- The batch's rows and its keys' live rows are read once and kept in memory for the steps below. -#}
+  {%- call statement('lakehistory_batch') -%}
+    cache table `__lh_batch` as
+    select * from {{ staged }} where `_lh_ordinal` = {{ ordinal }}
+  {%- endcall -%}
+  {%- call statement('lakehistory_live') -%}
+    cache table `__lh_live` as
+    select t.*
+    from {{ target }} as t
+    left semi join (
+        select distinct {{ lakehistory._columns(keys, none) }} from `__lh_batch` where `_lh_kind` <> 'batch'
+    ) as b
+        on {{ lakehistory._join_on('t', 'b', keys) }}
+    where t.`valid_to` = {{ open }}
+  {%- endcall -%}
+  {%- call statement('lakehistory_new_live') -%}
+    cache table `__lh_new_live` as
+    {{ lakehistory._new_live_rows_sql(keys, data_columns, deleted_column) }}
+  {%- endcall -%}
+
+  {#- Rule 9 inserts rows as sent: a key without an earliest start whose version repeats the start
+      of a row it already has would give the table two rows with one primary key. -#}
+  {%- set clash = run_query(
+      "select " ~ lakehistory._columns(keys, none) ~ ", `_fivetran_start` from `__lh_new_live` group by all having count(*) > 1 limit 1") -%}
+  {%- if clash.rows | length > 0 -%}
+    {%- do lakehistory._drop_temp_views() -%}
+    {{ exceptions.raise_compiler_error(
+        "Batch " ~ lakehistory._batch_label(staged, ordinal) ~ ": a version of key " ~ (clash.rows[0][:-1] | list) ~
+        " has _fivetran_start " ~ clash.rows[0][-1] ~ ", which the table already holds, and the batch gives no earliest start"
+        ~ " for the key that would replace it (spec rules 6, 7, 9). Nothing was applied.") }}
+  {%- endif -%}
+
+  {%- call statement('lakehistory_changes') -%}
+    cache table `__lh_changes` as
+    select
+        {%- for key in keys %}
+        coalesce(old.{{ adapter.quote(key) }}, new.{{ adapter.quote(key) }}) as {{ adapter.quote(key) }},
+        {%- endfor %}
+        old.`_fivetran_start` as `_lh_old_start`,
+        {%- for column in value_columns %}
+        new.{{ adapter.quote(column) }},
+        {%- endfor %}
+        case
+            when old.{{ adapter.quote(keys[0]) }} is null then 'open'
+            when new.{{ adapter.quote(keys[0]) }} is null then 'close'
+            when {% for column in value_columns %}old.{{ adapter.quote(column) }} <=> new.{{ adapter.quote(column) }}{% if not loop.last %} and {% endif %}{% endfor %} then 'same'
+            else 'replace'
+        end as `_lh_action`
+    from `__lh_live` as old
+    full outer join `__lh_new_live` as new
+        on {{ lakehistory._join_on('old', 'new', keys) }}
+        and old.`_fivetran_start` = new.`_fivetran_start`
+  {%- endcall -%}
+
+  {%- set stats = run_query(
+      "select count_if(`_lh_action` in ('open', 'replace')), count_if(`_lh_action` in ('close', 'replace')),"
+      ~ " count_if(`_lh_action` = 'close') from `__lh_changes`").rows[0] -%}
+  {%- set rows_in = run_query("select count(*) from `__lh_batch` where `_lh_kind` <> 'batch'").rows[0][0] -%}
+
+  {%- call statement('lakehistory_merge') -%}
+    merge into {{ target }} as t
+    using (
+        select *, true as `_lh_closes` from `__lh_changes` where `_lh_action` in ('close', 'replace')
+        union all
+        select *, false as `_lh_closes` from `__lh_changes` where `_lh_action` in ('open', 'replace')
+    ) as s
+    on s.`_lh_closes`
+        and {{ lakehistory._join_on('t', 's', keys) }}
+        and t.`_fivetran_start` = s.`_lh_old_start`
+        and t.`valid_to` = {{ open }}
+    when matched then update set t.`valid_to` = {{ txn_id }}
+    when not matched and not s.`_lh_closes` then insert (
+        {{ lakehistory._columns(keys + value_columns, none) }}, `valid_from`, `valid_to`
+    ) values (
+        {{ lakehistory._columns(keys + value_columns, 's') }}, {{ txn_id }}, {{ open }}
+    )
+  {%- endcall -%}
+  {%- set delta_version = run_query("describe history " ~ target ~ " limit 1").rows[0][0] | int -%}
+
+  {%- call statement('lakehistory_record_transaction') -%}
+    insert into {{ transactions }}
+    select
+        {{ txn_id }} as txn_id,
+        uuid() as txn_uuid,
+        b.`_lh_source_table` as source_table,
+        '{{ target | replace("'", "") }}' as history_table,
+        b.`_lh_batch_id` as batch_id,
+        b.`_lh_sequence` as batch_sequence,
+        b.`_lh_author` as author,
+        b.`_lh_app_id` as app_id,
+        b.`_lh_commit_message` as commit_message,
+        timestamp'{{ started_at }}' as started_at,
+        current_timestamp() as committed_at,
+        {{ rows_in | int }} as rows_in,
+        {{ stats[0] | int }} as versions_opened,
+        {{ stats[1] | int }} as versions_closed,
+        {{ stats[2] | int }} as rows_overlap_deleted,
+        {{ delta_version }} as delta_version
+    from `__lh_batch` as b
+    where b.`_lh_kind` = 'batch'
+  {%- endcall -%}
+  {%- do lakehistory._drop_temp_views() -%}
+{% endmacro %}
+
+
+{#- The batch's cached intermediate results, released. -#}
+{% macro _drop_temp_views() %}
+  {%- for view in ['__lh_changes', '__lh_new_live', '__lh_live', '__lh_batch'] -%}
+    {%- do run_query("uncache table if exists `" ~ view ~ "`") -%}
+    {%- do run_query("drop view if exists `" ~ view ~ "`") -%}
+  {%- endfor -%}
+{% endmacro %}
+
+
+{#- The Fivetran rows of the batch's keys after the batch (`__lh_batch` applied to `__lh_live`):
+    rules 6 to 11. -#}
+{% macro _new_live_rows_sql(keys, data_columns, deleted_column) %}
+  {%- set plain_columns = data_columns | reject('equalto', deleted_column) | list -%}
+  {%- set by_key = lakehistory._columns(keys, none) -%}
+    with
+    batch as (
+        select * from `__lh_batch`
+    ),
+
+    batch_meta as (
+        -- the batch names the table's deleted column (seed form)
+        select coalesce(max(`_lh_deleted_column`) = '{{ deleted_column or '' }}', false) as mark_deleted
+        from batch
+        where `_lh_kind` = 'batch'
+    ),
+
+    live as (
+        select * from `__lh_live`
+    ),
+
+    versioned_keys as (
+        select distinct {{ by_key }} from batch where `_lh_kind` in ('replace', 'update')
+    ),
+
+    -- rule 6: the earliest start per key, from earliest files or _fivetran_earliest rows;
+    -- keys that are only deleted are not in it
+    earliest as (
+        select {{ lakehistory._columns(keys, 'e') }}, min(e.`_fivetran_start`) as `_lh_e`
+        from batch as e
+        left semi join versioned_keys as v on {{ lakehistory._join_on('e', 'v', keys) }}
+        where (e.`_lh_has_earliest_file` and e.`_lh_kind` = 'earliest')
+            or (not e.`_lh_has_earliest_file` and e.`_lh_kind` in ('replace', 'update') and e.`_fivetran_earliest`)
+        group by all
+    ),
+
+    -- rule 7: rows of a key in E starting at or after its earliest start are deleted
+    survivors as (
+        select l.*, e.`_lh_e`
+        from live as l
+        left join earliest as e on {{ lakehistory._join_on('l', 'e', keys) }}
+        where e.`_lh_e` is null or l.`_fivetran_start` < e.`_lh_e`
+    ),
+
+    -- rule 8: the row still active of a key in E ends just before the earliest start
+    closed as (
+        select
+            {{ lakehistory._columns(keys + plain_columns, 's') }},
+            {%- if deleted_column %}
+            case
+                when s.`_lh_e` is not null and s.`_fivetran_active` and m.mark_deleted then true
+                else s.{{ adapter.quote(deleted_column) }}
+            end as {{ adapter.quote(deleted_column) }},
+            {%- endif %}
+            s.`_fivetran_start`,
+            case
+                when s.`_lh_e` is not null and s.`_fivetran_active` then s.`_lh_e` - interval 1 millisecond
+                else s.`_fivetran_end`
+            end as `_fivetran_end`,
+            s.`_fivetran_active` and s.`_lh_e` is null as `_fivetran_active`,
+            s.`_fivetran_synced`
+        from survivors as s
+        cross join batch_meta as m
+    ),
+
+    versions as (
+        select
+            b.*,
+            max(case when b.`_lh_kind` = 'replace' then 1 end) over (
+                partition by {{ lakehistory._columns(keys, 'b') }}
+                order by b.`_fivetran_start`
+                rows between unbounded preceding and 1 preceding
+            ) as `_lh_replace_before`
+        from batch as b
+        where b.`_lh_kind` in ('replace', 'update')
+    ),
+
+    first_versions as (
+        select {{ by_key }}, min(`_fivetran_start`) as `_lh_first_start`
+        from versions
+        group by all
+    ),
+
+    -- rule 10: the previous version of a key's first batch version is the latest surviving
+    -- row with a smaller start, whatever its active flag
+    base as (
+        select
+            {{ lakehistory._columns(keys, 's') }},
+            max_by(
+                named_struct({% for column in plain_columns %}'{{ column }}', s.{{ adapter.quote(column) }}{% if not loop.last %}, {% endif %}{% endfor %}),
+                s.`_fivetran_start`
+            ) as `_lh_base`
+        from survivors as s
+        inner join first_versions as f
+            on {{ lakehistory._join_on('s', 'f', keys) }}
+            and s.`_fivetran_start` < f.`_lh_first_start`
+        group by all
+    ),
+
+    -- rules 9, 10: replace rows as sent; an update with no previous version is ignored
+    kept as (
+        select v.*, b.`_lh_base`
+        from versions as v
+        left join base as b on {{ lakehistory._join_on('v', 'b', keys) }}
+        where v.`_lh_kind` = 'replace' or b.`_lh_base` is not null or v.`_lh_replace_before` is not null
+    ),
+
+    -- rule 10: an unmodified cell takes the value of the key's previous version (in the batch,
+    -- else the base row); the deleted column is never inherited
+    resolved as (
+        select
+            {{ lakehistory._columns(keys, 'k') }},
+            {%- for column in plain_columns %}
+            case
+                when array_contains(k.`_lh_unmodified`, '{{ column }}') then coalesce(
+                    last(
+                        case when not array_contains(k.`_lh_unmodified`, '{{ column }}') then named_struct('v', k.{{ adapter.quote(column) }}) end,
+                        true
+                    ) over (
+                        partition by {{ lakehistory._columns(keys, 'k') }}
+                        order by k.`_fivetran_start`
+                        rows between unbounded preceding and 1 preceding
+                    ),
+                    named_struct('v', k.`_lh_base`.{{ adapter.quote(column) }})
+                ).v
+                else k.{{ adapter.quote(column) }}
+            end as {{ adapter.quote(column) }},
+            {%- endfor %}
+            {%- if deleted_column %}
+            case
+                when array_contains(k.`_lh_unmodified`, '{{ deleted_column }}') then false
+                else k.{{ adapter.quote(deleted_column) }}
+            end as {{ adapter.quote(deleted_column) }},
+            {%- endif %}
+            k.`_fivetran_start`,
+            k.`_fivetran_end`,
+            k.`_fivetran_active`,
+            k.`_fivetran_synced`
+        from kept as k
+    ),
+
+    after_versions as (
+        select * from closed
+        union all
+        select * from resolved
+    ),
+
+    -- rule 11: a delete closes the key's active row at the delete time (the earliest delete wins)
+    deletes as (
+        select {{ by_key }}, min(`_fivetran_end`) as `_lh_deleted_at`
+        from batch
+        where `_lh_kind` = 'delete'
+        group by all
+    )
+
+    select
+        {{ lakehistory._columns(keys + plain_columns, 'a') }},
+        {%- if deleted_column %}
+        case
+            when d.`_lh_deleted_at` is not null and a.`_fivetran_active` and m.mark_deleted then true
+            else a.{{ adapter.quote(deleted_column) }}
+        end as {{ adapter.quote(deleted_column) }},
+        {%- endif %}
+        a.`_fivetran_start`,
+        case
+            when d.`_lh_deleted_at` is not null and a.`_fivetran_active` then d.`_lh_deleted_at`
+            else a.`_fivetran_end`
+        end as `_fivetran_end`,
+        a.`_fivetran_active` and d.`_lh_deleted_at` is null as `_fivetran_active`,
+        a.`_fivetran_synced`
+    from after_versions as a
+    left join deletes as d on {{ lakehistory._join_on('a', 'd', keys) }}
+    cross join batch_meta as m
+{% endmacro %}
+
+
+{#- `a`.`x`, `a`.`y`, ... (or unqualified when alias is none) -#}
+{% macro _columns(names, alias) %}
+  {%- set quoted = [] -%}
+  {%- for name in names -%}
+    {%- do quoted.append((alias ~ '.' if alias else '') ~ adapter.quote(name)) -%}
+  {%- endfor -%}
+  {{- return(quoted | join(', ')) -}}
+{% endmacro %}
+
+
+{% macro _join_on(left, right, keys) %}
+  {%- set pairs = [] -%}
+  {%- for key in keys -%}
+    {%- do pairs.append(left ~ '.' ~ adapter.quote(key) ~ ' = ' ~ right ~ '.' ~ adapter.quote(key)) -%}
+  {%- endfor -%}
+  {{- return(pairs | join(' and ')) -}}
+{% endmacro %}
+
+
+{% macro _batch_label(staged, ordinal) %}
+  {%- set row = run_query("select `_lh_batch_id`, `_lh_source_table` from " ~ staged ~ " where `_lh_ordinal` = " ~ ordinal ~ " and `_lh_kind` = 'batch'").rows[0] -%}
+  {{- return(row[0] ~ " of " ~ row[1]) -}}
+{% endmacro %}

@@ -1,0 +1,37 @@
+{#-
+  The project's one transactions table: every applied batch is a transaction with a gap-free id.
+  Name it with the var `lakehistory_transactions` (default `lakehistory_transactions`, in the
+  target schema).
+-#}
+{% macro transactions_relation() %}
+  {{ return(api.Relation.create(
+      schema=target.schema,
+      identifier=var('lakehistory_transactions', 'lakehistory_transactions'),
+      type='table')) }}
+{% endmacro %}
+
+
+{% macro ensure_transactions_table() %}
+  {%- set relation = lakehistory.transactions_relation() -%}
+  {%- call statement('lakehistory_transactions_table') -%}
+    create table if not exists {{ relation }} (
+        txn_id bigint not null comment 'Transaction id: 1, 2, 3, ... with no gaps, in commit order',
+        txn_uuid string not null comment 'Unique id of the transaction',
+        source_table string not null comment 'The landed table the batch belongs to',
+        history_table string not null comment 'The history table the batch was applied to',
+        batch_id string not null comment 'The batch (its folder name in the landing root)',
+        batch_sequence bigint not null comment 'The batch order within its table',
+        author string comment 'Who made the change (the batch manifest)',
+        app_id string comment 'The application that made the change (the batch manifest)',
+        commit_message string comment 'Optional message of the batch manifest',
+        started_at timestamp not null comment 'When applying the batch started',
+        committed_at timestamp not null comment 'When the batch was committed',
+        rows_in bigint not null comment 'Rows in the batch files (replace, update, delete, earliest)',
+        versions_opened bigint not null comment 'History rows opened (valid_from = txn_id)',
+        versions_closed bigint not null comment 'History rows closed (valid_to = txn_id)',
+        rows_overlap_deleted bigint not null comment 'Rows removed from the Fivetran view by the overlap delete (rule 7)',
+        delta_version bigint not null comment 'The Delta version of the history table this transaction committed'
+    ) using delta
+  {%- endcall -%}
+  {{ return(relation) }}
+{% endmacro %}

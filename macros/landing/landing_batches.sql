@@ -1,0 +1,64 @@
+{#-
+  landing_batches(source_name, table_name)
+
+  The batches of a landed table that are not applied yet, staged: every cell read as a string,
+  the batch's null/unmodified tokens resolved, cast by column name to the types of the source
+  entry, validated. Returns a relation name to select from:
+
+      select * from {{ lakehistory.landing_batches('crmp_landing', 'meta_station') }}
+
+  The source entry says where and what:
+      sources:
+        - name: crmp_landing
+          meta: {lakehistory: {landing_root: "s3a://bucket/landing"}}   # or a local folder
+          tables:
+            - name: meta_station
+              meta: {lakehistory: {key: [station_id]}}
+              columns:                       # every column, with its Spark SQL type
+                - {name: station_id, data_type: bigint}
+                - ...
+  A bad batch stops the run with an error naming the batch, file, data row and column.
+-#}
+{% macro landing_batches(source_name, table_name) %}
+  {%- set relation = source(source_name, table_name) -%}
+  {%- if not execute -%}
+    {{ return('(select 1 as not_executed)') }}
+  {%- endif -%}
+  {%- set node = lakehistory._source_node(source_name, table_name) -%}
+  {%- set source_meta = (node.source_meta or {}).get('lakehistory', {}) -%}
+  {%- set table_meta = (node.meta or {}).get('lakehistory', {}) -%}
+  {%- set landing_root = table_meta.get('landing_root') or source_meta.get('landing_root') -%}
+  {%- set key = table_meta.get('key') -%}
+  {%- if not landing_root or not key -%}
+    {{ exceptions.raise_compiler_error(
+        "Source " ~ source_name ~ "." ~ table_name ~ " needs meta.lakehistory.landing_root (on the source or the table)"
+        ~ " and meta.lakehistory.key (on the table).") }}
+  {%- endif -%}
+  {%- set columns = [] -%}
+  {%- for column in node.columns.values() -%}
+    {%- if not column.data_type -%}
+      {{ exceptions.raise_compiler_error("Source " ~ source_name ~ "." ~ table_name ~ ": column " ~ column.name ~ " needs a data_type.") }}
+    {%- endif -%}
+    {%- do columns.append([column.name, column.data_type]) -%}
+  {%- endfor -%}
+  {%- set view = '__lakehistory_pending__' ~ source_name ~ '__' ~ table_name -%}
+  {%- do adapter.call_python('lakehistory.landing.staging:register_pending_batches', {
+      'view': view,
+      'landing_root': landing_root,
+      'table': table_name,
+      'key': key,
+      'columns': columns,
+      'transactions': lakehistory.transactions_relation() | string,
+  }) -%}
+  {{ return(adapter.quote(view)) }}
+{% endmacro %}
+
+
+{% macro _source_node(source_name, table_name) %}
+  {%- for node in graph.sources.values() -%}
+    {%- if node.source_name == source_name and node.name == table_name -%}
+      {{ return(node) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ exceptions.raise_compiler_error("No source " ~ source_name ~ "." ~ table_name ~ " in the project.") }}
+{% endmacro %}

@@ -1,0 +1,11 @@
+-- meta_network in Fivetran history mode, with transaction time: every version of every row.
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy='fivetran_history',
+        unique_key=['network_id'],
+        full_refresh=false,
+    )
+}}
+
+select * from {{ ref('stg_crmp_landing__meta_network') }}

@@ -1,0 +1,2 @@
+-- The pending change batches of meta_network: typed, tokens resolved, validated.
+select * from {{ lakehistory.landing_batches('crmp_landing', 'meta_network') }}
