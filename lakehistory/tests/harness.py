@@ -79,8 +79,12 @@ class DbtProject:
     # --- reading results back ----------------------------------------------------------
     @property
     def spark(self) -> Any:
+        """dbt's Spark session (started through dbt, with the profile's settings, if none runs yet)."""
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
+        if SparkContext._active_spark_context is None and self.target == "local":
+            self.run_ok("debug")
         return SparkSession.builder.getOrCreate()
 
     def table(self, name: str) -> str:

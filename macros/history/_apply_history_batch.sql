@@ -19,6 +19,7 @@
     cache table `__lh_batch` as
     select * from {{ staged }} where `_lh_ordinal` = {{ ordinal }}
   {%- endcall -%}
+  {%- set truncate_mode = run_query("select `_lh_truncate_mode` from `__lh_batch` where `_lh_kind` = 'batch'").rows[0][0] -%}
   {%- call statement('lakehistory_live') -%}
     cache table `__lh_live` as
     select t.*
@@ -28,6 +29,16 @@
     ) as b
         on {{ lakehistory._join_on('t', 'b', keys) }}
     where t.`valid_to` = {{ open }}
+    {%- if truncate_mode in ('hard', 'soft') %}
+    union
+    -- a truncate (rules 15, 16) reaches the rows synced before its cutoff, whatever their key
+    select t.*
+    from {{ target }} as t
+    inner join `__lh_batch` as m
+        on m.`_lh_kind` = 'batch'
+        and t.`_fivetran_synced` < m.`_lh_truncate_before`
+    where t.`valid_to` = {{ open }}{% if truncate_mode == 'soft' %} and t.`_fivetran_active`{% endif %}
+    {%- endif %}
   {%- endcall -%}
   {%- call statement('lakehistory_new_live') -%}
     cache table `__lh_new_live` as
@@ -139,14 +150,31 @@
     ),
 
     batch_meta as (
-        -- the batch names the table's deleted column (seed form)
-        select coalesce(max(`_lh_deleted_column`) = '{{ deleted_column or '' }}', false) as mark_deleted
+        select
+            -- the batch names the table's deleted column (seed form)
+            coalesce(max(`_lh_deleted_column`) = '{{ deleted_column or '' }}', false) as mark_deleted,
+            max(`_lh_truncate_mode`) as truncate_mode,
+            max(`_lh_truncate_before`) as truncate_before
         from batch
         where `_lh_kind` = 'batch'
     ),
 
+    -- rule 15: a hard truncate deletes every row synced before the cutoff;
+    -- rule 16: a soft truncate ends the active ones at the cutoff
     live as (
-        select * from `__lh_live`
+        select
+            l.* except (`_fivetran_end`, `_fivetran_active`),
+            case
+                when coalesce(m.truncate_mode = 'soft' and l.`_fivetran_active` and l.`_fivetran_synced` < m.truncate_before, false)
+                    then m.truncate_before
+                else l.`_fivetran_end`
+            end as `_fivetran_end`,
+            l.`_fivetran_active`
+                and not coalesce(m.truncate_mode = 'soft' and l.`_fivetran_synced` < m.truncate_before, false)
+                as `_fivetran_active`
+        from `__lh_live` as l
+        cross join batch_meta as m
+        where not coalesce(m.truncate_mode = 'hard' and l.`_fivetran_synced` < m.truncate_before, false)
     ),
 
     versioned_keys as (

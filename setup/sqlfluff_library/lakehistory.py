@@ -8,3 +8,7 @@ relation name to select from.
 
 def landing_batches(source_name: str, table_name: str) -> str:
     return f"`__lakehistory_pending__{source_name}__{table_name}`"
+
+
+def open_version() -> int:
+    return 9223372036854775807

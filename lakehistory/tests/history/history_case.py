@@ -83,9 +83,14 @@ class HistoryCase:
         )
 
     def exists(self) -> bool:
-        return any(r["tableName"] == self.name for r in self.project.rows("show tables in {schema}"))
+        spark = self.project.spark
+        return spark.catalog.databaseExists(self.project.schema) and spark.catalog.tableExists(
+            f"{self.project.schema}.{self.name}"
+        )
 
     def transactions(self) -> list[dict]:
+        if not self.project.spark.catalog.tableExists(f"{self.project.schema}.lakehistory_transactions"):
+            return []
         return self.project.rows(
             f"select * from {{schema}}.lakehistory_transactions where source_table = '{self.name}' order by txn_id"
         )

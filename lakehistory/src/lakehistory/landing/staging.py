@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import reduce
 
 from pyspark.sql import Column as SparkColumn
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
 
@@ -39,6 +39,8 @@ META_COLUMNS = (
     "_lh_author",
     "_lh_app_id",
     "_lh_commit_message",
+    "_lh_truncate_mode",
+    "_lh_truncate_before",
     "_lh_file",
     "_lh_row",
 )
@@ -124,6 +126,8 @@ class TableSpec:
             StructField("_lh_author", StringType()),
             StructField("_lh_app_id", StringType()),
             StructField("_lh_commit_message", StringType()),
+            StructField("_lh_truncate_mode", StringType()),
+            StructField("_lh_truncate_before", _spark_type("timestamp")),
             StructField("_lh_file", StringType()),
             StructField("_lh_row", LongType()),
         ]
@@ -188,8 +192,11 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
         raise _fail(folder, f"key {manifest['key']} does not match the table's key {list(spec.key)}")
     if manifest["null_string"] == manifest["unmodified_string"]:
         raise _fail(folder, "null_string and unmodified_string must differ")
-    if manifest.get("truncate") or manifest.get("schema_changes"):
-        raise _fail(folder, "truncates and schema changes are not supported by this version of the merge yet")
+    if manifest.get("schema_changes"):
+        raise _fail(folder, "history-mode schema changes (spec rule 17) are not supported by this version yet")
+    truncate = manifest.get("truncate")
+    if truncate and (truncate.get("mode") not in ("hard", "soft") or not truncate.get("before")):
+        raise _fail(folder, f"truncate needs mode 'hard' or 'soft' and a 'before' timestamp, not {truncate}")
     for entry in manifest["files"]:
         if entry.get("kind") not in KINDS:
             raise _fail(folder, f"file {entry.get('path')!r} has kind {entry.get('kind')!r}; expected one of {KINDS}")
@@ -227,7 +234,7 @@ def _read_file(spark: SparkSession, path: str, file_format: str) -> DataFrame:
         frame = spark.read.parquet(path)
         return frame.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in frame.columns])
     # Backslash is an ordinary character; quotes are doubled; quoted fields may span lines.
-    return (
+    frame = (
         spark.read.option("header", True)
         .option("multiLine", True)
         .option("quote", '"')
@@ -236,6 +243,9 @@ def _read_file(spark: SparkSession, path: str, file_format: str) -> DataFrame:
         .option("encoding", "UTF-8")
         .csv(path)
     )
+    # Spark reads an empty field as NULL; in a batch file it is the empty string (spec rule 5),
+    # and NULL is only ever the batch's null_string.
+    return frame.select(*[F.coalesce(F.col(f"`{c}`"), F.lit("")).alias(c) for c in frame.columns])
 
 
 def _expected_columns(spec: TableSpec, kind: str) -> tuple[set[str], set[str]]:
@@ -332,6 +342,8 @@ def stage_batch(spark: SparkSession, spec: TableSpec, manifest: dict, ordinal: i
         F.lit(manifest.get("author")).cast("string").alias("_lh_author"),
         F.lit(manifest.get("app_id")).cast("string").alias("_lh_app_id"),
         F.lit(manifest.get("commit_message")).cast("string").alias("_lh_commit_message"),
+        F.lit(None).cast("string").alias("_lh_truncate_mode"),
+        F.lit(None).cast("timestamp").alias("_lh_truncate_before"),
         "_lh_file",
         "_lh_row",
         bad_cell.alias("_lh_bad_cell"),
@@ -372,7 +384,7 @@ def _token_misuse(spec: TableSpec, unmodified_token: SparkColumn, null_token: Sp
     return F.coalesce(*checks)
 
 
-def validate(staged: DataFrame, spec: TableSpec) -> None:
+def validate(staged: DataFrame, spec: TableSpec, table_exists: bool = True) -> None:
     """Raise BatchError for the first problems found in the staged rows (a bounded collect)."""
     problems = (
         staged.where(F.col("_lh_misuse").isNotNull() | F.col("_lh_bad_cell").isNotNull())
@@ -394,12 +406,39 @@ def validate(staged: DataFrame, spec: TableSpec) -> None:
         .limit(1)
         .collect()
     )
+    if not table_exists:
+        _check_updates_of_a_new_table(staged, spec)
     if duplicates:
         d = duplicates[0]
         key = ", ".join(f"{k}={d[k]!r}" for k in spec.key)
         raise _fail(
             d._lh_batch_id,
             f"key ({key}) has {d.n} versions with the same _fivetran_start {d[START]} in {', '.join(d.files)}",
+        )
+
+
+def _check_updates_of_a_new_table(staged: DataFrame, spec: TableSpec) -> None:
+    """An update changes a row the table holds. Before the table's first batch is applied there
+    is none, so an update row of the first batch needs an earlier replace row of its key in that
+    batch; otherwise the batch was meant for a table that does not exist here."""
+    key_columns = [F.col(f"`{k}`") for k in spec.key]
+    before = Window.partitionBy(*key_columns).orderBy(START).rowsBetween(Window.unboundedPreceding, -1)
+    orphans = (
+        staged.where((F.col("_lh_ordinal") == 1) & F.col("_lh_kind").isin("replace", "update"))
+        .withColumn("_lh_replaced_before", F.max((F.col("_lh_kind") == "replace").cast("int")).over(before))
+        .where((F.col("_lh_kind") == "update") & F.coalesce(F.col("_lh_replaced_before"), F.lit(0)).eqNullSafe(0))
+        .select("_lh_batch_id", "_lh_file", "_lh_row", *key_columns)
+        .orderBy("_lh_file", "_lh_row")
+        .limit(1)
+        .collect()
+    )
+    if orphans:
+        o = orphans[0]
+        key = ", ".join(f"{k}={o[k]!r}" for k in spec.key)
+        raise _fail(
+            o._lh_batch_id,
+            f"file {o._lh_file}, data row {o._lh_row}: an update of key ({key}), but table {spec.table} does not "
+            "exist yet and the batch brings no earlier full row (replace) of that key",
         )
 
 
@@ -419,6 +458,7 @@ def _batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict]) ->
             "_lh_author": m.get("author"),
             "_lh_app_id": m.get("app_id"),
             "_lh_commit_message": m.get("commit_message"),
+            "_lh_truncate_mode": (m.get("truncate") or {}).get("mode"),
             "_lh_file": "manifest.json",
             "_lh_row": 0,
         }
@@ -468,7 +508,8 @@ def stage_pending_batches(
     """The typed, validated rows of every batch of `spec.table` not yet applied, in batch order.
     `_lh_ordinal` numbers the pending batches 1, 2, ... in the order they must be applied."""
     manifests = read_manifests(spark, landing_root, spec.table)
-    pending = pending_manifests(manifests, spec, applied_batches(spark, transactions, spec.table))
+    applied = applied_batches(spark, transactions, spec.table)
+    pending = pending_manifests(manifests, spec, applied)
     if not pending:
         return spark.createDataFrame([], spec.staged_schema())
     staged = reduce(
@@ -477,7 +518,7 @@ def stage_pending_batches(
         + [_batch_markers(spark, spec, pending)],
     )
     try:
-        validate(staged, spec)
+        validate(staged, spec, table_exists=applied.last_sequence is not None)
     except BatchError:
         raise
     except Exception as exc:  # e.g. a truncated gzip member surfaces when the file is scanned

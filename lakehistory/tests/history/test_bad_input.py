@@ -1,0 +1,193 @@
+"""Bad input: each case stops the run with an error that names the batch and the file, row or
+column at fault, and leaves every table exactly as it was."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from history_case import HistoryCase
+
+from harness import DbtProject, copy_project, unique_schema
+from lakehistory.landing.batch import TMAX, Batch, Column
+
+COLS = [Column("id", "bigint"), Column("name", "string"), Column("amount", "bigint"), Column("seen", "timestamp")]
+HEADER = "id,name,amount,seen,_fivetran_start,_fivetran_end,_fivetran_active,_fivetran_synced"
+T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+
+
+def good_row(id_: int, start: dt.datetime) -> dict:
+    return {
+        "id": id_,
+        "name": f"n{id_}",
+        "amount": id_ * 10,
+        "seen": start,
+        "_fivetran_start": start,
+        "_fivetran_end": TMAX,
+        "_fivetran_active": True,
+        "_fivetran_synced": start,
+    }
+
+
+@pytest.fixture(scope="module")
+def applied(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> HistoryCase:
+    """A table with one applied batch, the state every bad batch must leave untouched."""
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("bad_input")), unique_schema("bad_input"))
+    case = HistoryCase(project, "ledger", COLS, ["id"])
+    case.land(
+        Batch(
+            table="ledger",
+            batch_id="000001",
+            sequence=1,
+            key=["id"],
+            columns=COLS,
+            replace=[good_row(1, T0), good_row(2, T0)],
+        )
+    )
+    case.run()
+    assert len(case.fivetran_rows()) == 2
+    return case
+
+
+def land_raw(
+    case: HistoryCase, batch_id: str, files: dict[str, bytes | str], manifest: dict | None = None, sequence: int = 2
+) -> Path:
+    folder = case.project.landing / case.name / batch_id
+    folder.mkdir(parents=True)
+    entries = []
+    for name, content in files.items():
+        (folder / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+        kind = name.split("_")[0]
+        entries.append({"kind": kind, "path": name})
+    if manifest is not False:
+        body = {
+            "format_version": 1,
+            "table": case.name,
+            "batch_id": batch_id,
+            "sequence": sequence,
+            "key": ["id"],
+            "null_string": "\\N",
+            "unmodified_string": "~~",
+            "author": "tester",
+            "app_id": "tests",
+            "files": entries,
+            **(manifest or {}),
+        }
+        (folder / "manifest.json").write_text(json.dumps(body))
+    return folder
+
+
+ROW = "3,three,30,2024-05-02T00:00:00Z,2024-05-02T00:00:00Z,9999-12-31T23:59:59.999Z,true,2024-05-02T00:00:00Z"
+BAD_START = "4,four,40,2024-05-02T00:00:00Z,yesterday,9999-12-31T23:59:59.999Z,true,2024-05-02T00:00:00Z"
+
+CASES = {
+    "missing_key_column": (
+        {"replace_0.csv": HEADER.replace("id,", "") + "\n" + ROW.split(",", 1)[1] + "\n"},
+        None,
+        ["000002", "replace_0.csv", "lacks column(s) id"],
+    ),
+    "null_key": (
+        {"replace_0.csv": f"{HEADER}\n{ROW.replace('3,three', chr(92) + 'N,three')}\n"},
+        None,
+        ["000002", "replace_0.csv", "data row 1", "key column id is NULL"],
+    ),
+    "unparseable_timestamp": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n{BAD_START}\n"},
+        None,
+        ["000002", "replace_0.csv", "data row 2", "_fivetran_start", "yesterday"],
+    ),
+    "unparseable_number": (
+        {"replace_0.csv": f"{HEADER}\n{ROW.replace(',30,', ',3O,')}\n"},
+        None,
+        ["000002", "replace_0.csv", "data row 1", "column amount", "3O"],
+    ),
+    "fractional_integer": (
+        {"replace_0.csv": f"{HEADER}\n{ROW.replace(',30,', ',30.5,')}\n"},
+        None,
+        ["000002", "column amount", "30.5"],
+    ),
+    "duplicate_key_and_start": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n", "update_0.csv": f"{HEADER}\n{ROW.replace('three', '~~')}\n"},
+        None,
+        ["000002", "id=3", "2024-05-02", "replace_0.csv", "update_0.csv"],
+    ),
+    "unknown_column": (
+        {"replace_0.csv": f"{HEADER},colour\n{ROW},red\n"},
+        None,
+        ["000002", "replace_0.csv", "unknown column(s) colour"],
+    ),
+    "missing_manifest": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        False,
+        ["000002", "no manifest.json"],
+    ),
+    "unmodified_token_in_replace_file": (
+        {"replace_0.csv": f"{HEADER}\n{ROW.replace('three', '~~')}\n"},
+        None,
+        ["000002", "replace_0.csv", "data row 1", "column name holds unmodified_string in a replace file"],
+    ),
+    "manifest_for_another_table": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        {"table": "ledgers"},
+        ["000002", "'ledgers'", "ledger"],
+    ),
+    "batch_older_than_applied": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        {"sequence": 1},
+        ["000002", "sequence 1", "last applied sequence 1"],
+    ),
+    "truncated_gzip_file": (
+        {"replace_0.csv.gz": gzip.compress((f"{HEADER}\n" + f"{ROW}\n" * 2000).encode())[:300]},
+        None,
+        ["000002", "replace_0.csv.gz"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_batch_is_refused_and_nothing_changes(applied: HistoryCase, name: str) -> None:
+    files, manifest, expected = CASES[name]
+    before_rows, before_txns = applied.physical_rows(), applied.transactions()
+    folder = land_raw(applied, "000002", files, manifest)
+    try:
+        error = applied.run_fails()
+    finally:
+        shutil.rmtree(folder)
+    for fragment in expected:
+        assert fragment in error, f"{fragment!r} missing from the error:\n{error}"
+    assert applied.physical_rows() == before_rows
+    assert applied.transactions() == before_txns
+
+
+def test_update_for_a_table_that_does_not_exist_yet(applied: HistoryCase) -> None:
+    case = HistoryCase(applied.project, "not_yet", COLS, ["id"])
+    land_raw(case, "000001", {"update_0.csv": f"{HEADER}\n{ROW}\n"}, {"table": "not_yet"}, sequence=1)
+    error = case.run_fails()
+    assert "000001" in error and "update_0.csv, data row 1" in error and "does not exist yet" in error, error
+    assert not case.exists()
+    assert case.transactions() == []
+
+
+def test_duplicate_start_clashing_with_the_table_is_refused(applied: HistoryCase) -> None:
+    """Rule 9 inserts as sent; a version repeating a stored (key, start) with no earliest start
+    for the key would give the table two rows with one primary key."""
+    before = applied.physical_rows()
+    folder = land_raw(
+        applied,
+        "000002",
+        {
+            "replace_0.csv": (
+                f"{HEADER}\n1,again,1,2024-05-01T00:00:00Z,2024-05-01T00:00:00Z,9999-12-31T23:59:59.999Z,true,2024-05-03T00:00:00Z\n"
+            )
+        },
+    )
+    try:
+        error = applied.run_fails()
+    finally:
+        shutil.rmtree(folder)
+    assert "000002" in error and "already holds" in error, error
+    assert applied.physical_rows() == before
