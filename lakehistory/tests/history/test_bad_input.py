@@ -140,6 +140,11 @@ CASES = {
         {"sequence": 1},
         ["000002", "sequence 1", "last applied sequence 1"],
     ),
+    "schema_change_not_supported_yet": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        {"schema_changes": [{"op": "add_column", "column": "colour", "type": "string", "at": "2024-05-02T00:00:00Z"}]},
+        ["000002", "spec rule 17", "not supported"],
+    ),
     "truncated_gzip_file": (
         {"replace_0.csv.gz": gzip.compress((f"{HEADER}\n" + f"{ROW}\n" * 2000).encode())[:300]},
         None,

@@ -465,10 +465,21 @@ def _batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict]) ->
         for ordinal, m in enumerate(pending, start=1)
     ]
     schema = spec.staged_schema()
-    return spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows], schema).select(
-        *schema.fieldNames(),
+    markers = spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows], schema)
+    # The truncate cutoff is text in the manifest; Spark parses it like every other timestamp.
+    cutoffs = spark.createDataFrame(
+        [(ordinal, (m.get("truncate") or {}).get("before")) for ordinal, m in enumerate(pending, start=1)],
+        "_lh_ordinal bigint, _lh_truncate_text string",
+    )
+    markers = markers.drop("_lh_truncate_before").join(cutoffs, "_lh_ordinal")
+    cutoff = F.col("_lh_truncate_text").cast("timestamp")
+    return markers.select(
+        *[cutoff.alias(name) if name == "_lh_truncate_before" else F.col(name) for name in schema.fieldNames()],
         F.lit(None).cast("string").alias("_lh_bad_cell"),
-        F.lit(None).cast("string").alias("_lh_misuse"),
+        F.when(
+            F.col("_lh_truncate_text").isNotNull() & cutoff.isNull(),
+            F.concat(F.lit("truncate before: a timestamp expected, found "), F.to_json(F.array("_lh_truncate_text"))),
+        ).alias("_lh_misuse"),
     )
 
 
