@@ -54,7 +54,7 @@
     {{ exceptions.raise_compiler_error(
         "Batch " ~ lakehistory._batch_label(staged, ordinal) ~ ": a version of key " ~ (clash.rows[0][:-1] | list) ~
         " has _fivetran_start " ~ clash.rows[0][-1] ~ ", which the table already holds, and the batch gives no earliest start"
-        ~ " for the key that would replace it (spec rules 6, 7, 9). Nothing was applied.") }}
+        ~ " for the key that would replace it (spec rules 6, 7, 9). This batch and the later ones were not applied.") }}
   {%- endif -%}
 
   {%- call statement('lakehistory_changes') -%}
