@@ -36,10 +36,10 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory):
     finally:
         from pyspark.sql import SparkSession
 
-        # Release the client session first: a client left behind retries the stopped server.
-        active = SparkSession.getActiveSession()
-        if active is not None:
-            active.stop()
+        # Release the client's session while the server still runs: a session left open is
+        # released at exit, against a stopped server, with minutes of retries. dbt made it in a
+        # worker thread, so it is the client's default session, not this thread's active one.
+        SparkSession.builder.remote(url).getOrCreate().stop()
         os.environ.pop("SPARK_REMOTE", None)
         server.terminate()
         server.wait(timeout=60)
