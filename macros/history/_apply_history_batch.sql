@@ -7,7 +7,7 @@
      (valid_to = txn); a new or different row is opened (valid_from = txn); equal rows stay.
   3. MERGE the diff in one commit; record the transaction.
 -#}
-{% macro _apply_history_batch(target, staged, transactions, keys, data_columns, deleted_column, ordinal) %}
+{% macro _apply_history_batch(target, staged, transactions, keys, data_columns, deleted_column, ordinal, add_columns=[]) %}
   {%- set started_at = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
   {%- set txn_id = (run_query("select coalesce(max(txn_id), 0) + 1 from " ~ transactions).rows[0][0]) | int -%}
   {%- set open = lakehistory.open_version() -%}
@@ -20,29 +20,53 @@
     select * from {{ staged }} where `_lh_ordinal` = {{ ordinal }}
   {%- endcall -%}
   {%- set truncate_mode = run_query("select `_lh_truncate_mode` from `__lh_batch` where `_lh_kind` = 'batch'").rows[0][0] -%}
+  {%- set schema_changes = run_query(
+      "select `_lh_row`, `_lh_change_op`, `_lh_change_column` from `__lh_batch`"
+      ~ " where `_lh_kind` = 'schema_change' order by `_lh_row`").rows -%}
+  {#- The stored columns by name; a column the table gains in this batch is NULL in its rows. -#}
+  {%- set added = {} -%}
+  {%- for column in add_columns -%}
+    {%- do added.update({column.name: column.data_type}) -%}
+  {%- endfor -%}
+  {%- set live_columns = [] -%}
+  {%- for name in keys + value_columns + ['valid_from', 'valid_to'] -%}
+    {%- if name in added -%}
+      {%- do live_columns.append('cast(null as ' ~ added[name] ~ ') as ' ~ adapter.quote(name)) -%}
+    {%- else -%}
+      {%- do live_columns.append('t.' ~ adapter.quote(name)) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set live_columns = live_columns | join(', ') -%}
   {%- call statement('lakehistory_live') -%}
     cache table `__lh_live` as
-    select t.*
+    select {{ live_columns }}
     from {{ target }} as t
     left semi join (
-        select distinct {{ lakehistory._columns(keys, none) }} from `__lh_batch` where `_lh_kind` <> 'batch'
+        select distinct {{ lakehistory._columns(keys, none) }} from `__lh_batch` where `_lh_kind` in {{ lakehistory._row_kinds() }}
     ) as b
         on {{ lakehistory._join_on('t', 'b', keys) }}
     where t.`valid_to` = {{ open }}
     {%- if truncate_mode in ('hard', 'soft') %}
     union
     -- a truncate (rules 15, 16) reaches the rows synced before its cutoff, whatever their key
-    select t.*
+    select {{ live_columns }}
     from {{ target }} as t
     inner join `__lh_batch` as m
         on m.`_lh_kind` = 'batch'
         and t.`_fivetran_synced` < m.`_lh_truncate_before`
     where t.`valid_to` = {{ open }}{% if truncate_mode == 'soft' %} and t.`_fivetran_active`{% endif %}
     {%- endif %}
+    {%- if schema_changes | length > 0 %}
+    union
+    -- a schema change (rule 17) reaches every active row
+    select {{ live_columns }}
+    from {{ target }} as t
+    where t.`valid_to` = {{ open }} and t.`_fivetran_active`
+    {%- endif %}
   {%- endcall -%}
   {%- call statement('lakehistory_new_live') -%}
     cache table `__lh_new_live` as
-    {{ lakehistory._new_live_rows_sql(keys, data_columns, deleted_column) }}
+    {{ lakehistory._new_live_rows_sql(keys, data_columns, deleted_column, schema_changes) }}
   {%- endcall -%}
 
   {#- Rule 9 inserts rows as sent: a key without an earliest start whose version repeats the start
@@ -82,7 +106,19 @@
   {%- set stats = run_query(
       "select count_if(`_lh_action` in ('open', 'replace')), count_if(`_lh_action` in ('close', 'replace')),"
       ~ " count_if(`_lh_action` = 'close') from `__lh_changes`").rows[0] -%}
-  {%- set rows_in = run_query("select count(*) from `__lh_batch` where `_lh_kind` <> 'batch'").rows[0][0] -%}
+  {%- set rows_in = run_query("select count(*) from `__lh_batch` where `_lh_kind` in " ~ lakehistory._row_kinds()).rows[0][0] -%}
+
+  {#- Rule 17 "add the column": a column the rows bring that the table lacks joins the table, next
+      to the source columns, just before the batch's MERGE (its own Delta commit; a re-run finds it
+      there and goes on). -#}
+  {%- for column in add_columns -%}
+    {%- set names = keys + data_columns -%}
+    {%- call statement('lakehistory_add_column') -%}
+      alter table {{ target }} add columns (
+          {{ adapter.quote(column.name) }} {{ column.data_type }} after {{ adapter.quote(names[names.index(column.name) - 1]) }}
+      )
+    {%- endcall -%}
+  {%- endfor -%}
 
   {%- call statement('lakehistory_merge') -%}
     merge into {{ target }} as t
@@ -141,9 +177,11 @@
 
 {#- The Fivetran rows of the batch's keys after the batch (`__lh_batch` applied to `__lh_live`):
     rules 6 to 11. -#}
-{% macro _new_live_rows_sql(keys, data_columns, deleted_column) %}
+{% macro _new_live_rows_sql(keys, data_columns, deleted_column, schema_changes=[]) %}
   {%- set plain_columns = data_columns | reject('equalto', deleted_column) | list -%}
   {%- set by_key = lakehistory._columns(keys, none) -%}
+  {%- set row_columns = keys + data_columns + ['_fivetran_start', '_fivetran_end', '_fivetran_active', '_fivetran_synced'] -%}
+  {%- set live = namespace(name='truncated') -%}
     with
     batch as (
         select * from `__lh_batch`
@@ -161,7 +199,7 @@
 
     -- rule 15: a hard truncate deletes every row synced before the cutoff;
     -- rule 16: a soft truncate ends the active ones at the cutoff
-    live as (
+    truncated as (
         select
             l.* except (`_fivetran_end`, `_fivetran_active`),
             case
@@ -176,6 +214,59 @@
         cross join batch_meta as m
         where not coalesce(m.truncate_mode = 'hard' and l.`_fivetran_synced` < m.truncate_before, false)
     ),
+
+    {%- for change in schema_changes %}
+    {%- set op, column = change[1], adapter.quote(change[2]) %}
+    {%- if op == 'add_column' %}
+    {%- set copies = "l.`_fivetran_active` and l.`_fivetran_start` < c.`_lh_at`" %}
+    {%- set in_place = "l.`_fivetran_active` and l.`_fivetran_start` = c.`_lh_at` and l." ~ column ~ " is null" %}
+    {%- else %}
+    {%- set copies = "l.`_fivetran_active` and l.`_fivetran_start` < c.`_lh_at` and l." ~ column ~ " is not null" %}
+    {%- set in_place = "l.`_fivetran_active` and l.`_fivetran_start` = c.`_lh_at` and l." ~ column ~ " is not null" %}
+    {%- endif %}
+
+    -- rule 17, schema change {{ loop.index }} ({{ op }} {{ change[2] }}) at T: an active row that
+    -- started before T is closed at T - 1 ms and copied at T with the column's new value (the
+    -- default, or NULL for a drop); a row starting at T (an earlier change at the same T) takes
+    -- the value in place, so changes at one T compose and repeating one changes nothing
+    change_{{ loop.index }} as (
+        select `_fivetran_start` as `_lh_at`, {{ column }} as `_lh_value`
+        from batch
+        where `_lh_kind` = 'schema_change' and `_lh_row` = {{ change[0] }}
+    ),
+
+    changed_{{ loop.index }} as (
+        select
+            {%- for name in row_columns %}
+            {%- if adapter.quote(name) == column %}
+            case when {{ in_place }} then c.`_lh_value` else l.{{ column }} end as {{ column }},
+            {%- elif name == '_fivetran_end' %}
+            case when {{ copies }} then c.`_lh_at` - interval 1 millisecond else l.`_fivetran_end` end as `_fivetran_end`,
+            {%- elif name == '_fivetran_active' %}
+            l.`_fivetran_active` and not coalesce({{ copies }}, false) as `_fivetran_active`,
+            {%- else %}
+            l.{{ adapter.quote(name) }}{% if not loop.last %},{% endif %}
+            {%- endif %}
+            {%- endfor %}
+        from {{ live.name }} as l
+        cross join change_{{ loop.index }} as c
+        union all
+        select
+            {%- for name in row_columns %}
+            {%- if adapter.quote(name) == column %}
+            c.`_lh_value` as {{ column }},
+            {%- elif name == '_fivetran_start' %}
+            c.`_lh_at` as `_fivetran_start`,
+            {%- else %}
+            l.{{ adapter.quote(name) }}{% if not loop.last %},{% endif %}
+            {%- endif %}
+            {%- endfor %}
+        from {{ live.name }} as l
+        cross join change_{{ loop.index }} as c
+        where {{ copies }}
+    ),
+    {%- set live.name = 'changed_' ~ loop.index %}
+    {%- endfor %}
 
     versioned_keys as (
         select distinct {{ by_key }} from batch where `_lh_kind` in ('replace', 'update')
@@ -195,7 +286,7 @@
     -- rule 7: rows of a key in E starting at or after its earliest start are deleted
     survivors as (
         select l.*, e.`_lh_e`
-        from live as l
+        from {{ live.name }} as l
         left join earliest as e on {{ lakehistory._join_on('l', 'e', keys) }}
         where e.`_lh_e` is null or l.`_fivetran_start` < e.`_lh_e`
     ),
@@ -329,6 +420,12 @@
     from after_versions as a
     left join deletes as d on {{ lakehistory._join_on('a', 'd', keys) }}
     cross join batch_meta as m
+{% endmacro %}
+
+
+{#- The staged rows that carry data (not the batch marker, not schema changes). -#}
+{% macro _row_kinds() %}
+  {{- return("('replace', 'update', 'delete', 'earliest')") -}}
 {% endmacro %}
 
 

@@ -1,6 +1,6 @@
 {#-
   Incremental strategy `fivetran_history`: applies pending change batches exactly as Fivetran's
-  history mode specifies (../shared/spec/fivetran-history-mode.md, rules 6-14), one batch after
+  history mode specifies (../shared/spec/fivetran-history-mode.md, rules 6-17), one batch after
   another in batch order, each batch as ONE Delta MERGE into ONE table, each recorded as a
   transaction with a gap-free id.
 
@@ -38,15 +38,30 @@
   {%- set data_columns = names | reject('in', keys) | list -%}
   {%- set transactions = lakehistory.ensure_transactions_table() -%}
 
+  {%- set add_columns = [] -%}
   {%- if arg_dict['existing_relation'] is none -%}
     {%- do lakehistory._create_history_table(target, columns, keys) -%}
+  {%- else -%}
+    {%- set stored = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
+    {%- for name in stored -%}
+      {%- if name not in names and not name.startswith('_fivetran_') and name not in ('valid_from', 'valid_to') -%}
+        {{ exceptions.raise_compiler_error(
+            "fivetran_history: " ~ model.name ~ " has column " ~ name ~ ", which the source does not declare and no"
+            ~ " landed batch adds (spec rule 17). Declare it in the source's columns with its data_type.") }}
+      {%- endif -%}
+    {%- endfor -%}
+    {#- A column the source declares or a batch adds, and the table lacks, is added (rule 17). -#}
+    {%- for column in columns if column.name not in stored -%}
+      {%- do add_columns.append(column) -%}
+    {%- endfor -%}
   {%- endif -%}
 
   {%- set ordinals = run_query(
       "select _lh_ordinal from " ~ staged ~ " where _lh_kind = 'batch' order by _lh_ordinal") -%}
   {%- for row in ordinals.rows -%}
     {%- do lakehistory._apply_history_batch(
-        target, staged, transactions, keys, data_columns, deleted_column, row[0] | int) -%}
+        target, staged, transactions, keys, data_columns, deleted_column, row[0] | int,
+        add_columns if loop.first else []) -%}
   {%- endfor -%}
 
   select count(*) as transactions_applied from {{ transactions }}

@@ -82,6 +82,7 @@ def land_raw(
 
 
 ROW = "3,three,30,2024-05-02T00:00:00Z,2024-05-02T00:00:00Z,9999-12-31T23:59:59.999Z,true,2024-05-02T00:00:00Z"
+AT = "2024-05-02T00:00:00Z"
 BAD_START = "4,four,40,2024-05-02T00:00:00Z,yesterday,9999-12-31T23:59:59.999Z,true,2024-05-02T00:00:00Z"
 
 CASES = {
@@ -140,10 +141,30 @@ CASES = {
         {"sequence": 1},
         ["000002", "sequence 1", "last applied sequence 1"],
     ),
-    "schema_change_not_supported_yet": (
+    "schema_change_default_of_the_wrong_type": (
         {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
-        {"schema_changes": [{"op": "add_column", "column": "colour", "type": "string", "at": "2024-05-02T00:00:00Z"}]},
-        ["000002", "spec rule 17", "not supported"],
+        {"schema_changes": [{"op": "add_column", "column": "colour", "type": "bigint", "default": "blue", "at": AT}]},
+        ["000002", "schema_changes[1] (add_column colour)", "bigint expected", "blue"],
+    ),
+    "schema_change_unparseable_instant": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        {"schema_changes": [{"op": "drop_column", "column": "name", "at": "yesterday"}]},
+        ["000002", "schema_changes[1] (drop_column name)", "yesterday"],
+    ),
+    "schema_change_of_a_key_column": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        {"schema_changes": [{"op": "drop_column", "column": "id", "at": AT}]},
+        ["000002", "schema_changes[1]", "only a data column"],
+    ),
+    "schema_change_retypes_a_column": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        {"schema_changes": [{"op": "add_column", "column": "amount", "type": "string", "at": AT}]},
+        ["000002", "adds amount as string", "bigint"],
+    ),
+    "schema_change_unknown_op": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        {"schema_changes": [{"op": "rename_column", "column": "name", "at": AT}]},
+        ["000002", "schema_changes[1]", "rename_column"],
     ),
     "truncated_gzip_file": (
         {"replace_0.csv.gz": gzip.compress((f"{HEADER}\n" + f"{ROW}\n" * 2000).encode())[:300]},

@@ -14,7 +14,17 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness import DbtProject, copy_project, unique_schema
-from lakehistory.landing.batch import EARLIEST, ONE_MS, START, TMAX, UNMODIFIED, Batch, Column, Truncate
+from lakehistory.landing.batch import (
+    EARLIEST,
+    ONE_MS,
+    START,
+    TMAX,
+    UNMODIFIED,
+    Batch,
+    Column,
+    SchemaChange,
+    Truncate,
+)
 from oracle.fivetran import apply_batch
 from oracle.streams import batch_streams
 
@@ -267,6 +277,78 @@ def test_truncate_before_a_cutoff(project: DbtProject, mode: str) -> None:
     assert case.fivetran_rows() == case.expected(
         apply_batch(apply_batch([], batch(1, replace=INITIAL, earliest=[])), batch(2, truncate=Truncate(mode, T(102))))
     )
+
+
+# --- history-mode schema changes (rule 17): hand-written expectations ------------------------
+
+
+def test_add_column_copies_active_rows_at_its_instant(project: DbtProject) -> None:
+    """col3 is declared nowhere but in the batch that adds it: the table gains it, active rows
+    that started before T get a copy at T with the default, rows starting after T are untouched,
+    a later file carries the column and inherits it through unmodified_string."""
+    case = fresh(project, "add_column")
+    first = [
+        row(1, "a", 1, T(1), T(2) - ONE_MS, False, T(5)),
+        row(1, "b", 2, T(2), TMAX, True, T(6)),
+        row(2, "c", 3, T(9), TMAX, True, T(9)),
+    ]
+    add = SchemaChange("add_column", "col3", T(5), type="string", default="dflt")
+    case.land(batch(1, replace=first, earliest=[]))
+    case.run()  # the table exists without col3; the next run adds it
+    case.land(batch(2, schema_changes=[add]))
+    with_col3 = COLS + [Column("col3", "string")]
+    later = row(1, "z", UNMODIFIED, T(6), TMAX, True, T(10), col3=UNMODIFIED)
+    case.land(dataclasses.replace(batch(3, update=[later]), columns=with_col3))
+    case.run()
+    expected = [
+        row(1, "a", 1, T(1), T(2) - ONE_MS, False, T(5), col3=None),
+        row(1, "b", 2, T(2), T(5) - ONE_MS, False, T(6), col3=None),
+        row(1, "b", 2, T(5), T(6) - ONE_MS, False, T(6), col3="dflt"),
+        row(1, "z", 2, T(6), TMAX, True, T(10), col3="dflt"),
+        row(2, "c", 3, T(9), TMAX, True, T(9), col3=None),
+    ]
+    assert case.fivetran_rows() == case.expected(expected, with_col3)
+    reference = apply_batch(
+        apply_batch(apply_batch([], batch(1, replace=first, earliest=[])), batch(2, schema_changes=[add])),
+        dataclasses.replace(batch(3, update=[later]), columns=with_col3),
+    )
+    assert case.fivetran_rows() == case.expected(reference, with_col3)
+    assert [c.name for c in project.spark.table(f"{project.schema}.add_column").schema][:4] == [
+        "id",
+        "col1",
+        "col2",
+        "col3",
+    ]
+
+
+def test_schema_changes_at_one_instant_compose_and_repeat_as_no_ops(project: DbtProject) -> None:
+    """Two adds and a drop at one T: one new version per active row, whatever the order; the drop
+    touches only rows where the column is not NULL and keeps the column; repeating the changes in
+    a later batch opens and closes nothing."""
+    case = fresh(project, "compose_changes")
+    first = [row(1, "a", 1, T(1), TMAX, True, T(5)), row(2, "b", None, T(1), TMAX, True, T(5))]
+    changes = [
+        SchemaChange("drop_column", "col2", T(5)),
+        SchemaChange("add_column", "col4", T(5), type="bigint", default=4),
+        SchemaChange("add_column", "col3", T(5), type="string", default="x"),
+    ]
+    case.land(batch(1, replace=first, earliest=[]))
+    case.land(batch(2, schema_changes=changes))
+    case.run()
+    wide = COLS + [Column("col4", "bigint"), Column("col3", "string")]
+    expected = [
+        row(1, "a", 1, T(1), T(5) - ONE_MS, False, T(5), col3=None, col4=None),
+        row(1, "a", None, T(5), TMAX, True, T(5), col3="x", col4=4),
+        row(2, "b", None, T(1), T(5) - ONE_MS, False, T(5), col3=None, col4=None),
+        row(2, "b", None, T(5), TMAX, True, T(5), col3="x", col4=4),
+    ]
+    assert case.fivetran_rows() == case.expected(expected, wide)
+    physical = case.physical_rows()
+    case.land(batch(3, schema_changes=changes[::-1]))
+    case.run()
+    assert case.physical_rows() == physical, "repeating schema changes is a no-op"
+    last = case.transactions()[-1]
+    assert (last["batch_id"], last["versions_opened"], last["versions_closed"]) == ("000003", 0, 0)
 
 
 def test_stop_between_merge_and_record_is_safe_to_rerun(project: DbtProject) -> None:

@@ -23,6 +23,7 @@ from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, Stru
 from .batch import ACTIVE, EARLIEST, END, START, SYNCED, Column
 
 KINDS = ("replace", "update", "delete", "earliest")
+SCHEMA_OPS = ("add_column", "drop_column")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
 INTEGER_TYPES = {"tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte"}
 
@@ -41,6 +42,8 @@ META_COLUMNS = (
     "_lh_commit_message",
     "_lh_truncate_mode",
     "_lh_truncate_before",
+    "_lh_change_op",
+    "_lh_change_column",
     "_lh_file",
     "_lh_row",
 )
@@ -101,6 +104,9 @@ class TableSpec:
     table: str
     key: tuple[str, ...]
     columns: tuple[Column, ...]  # key and data columns with Spark SQL types; no system columns
+    # Columns a schema change adds or drops (rule 17): files from before the add or after the drop
+    # may lack them, and their cells are then NULL.
+    migrated: frozenset[str] = frozenset()
 
     @property
     def data_columns(self) -> tuple[Column, ...]:
@@ -128,6 +134,8 @@ class TableSpec:
             StructField("_lh_commit_message", StringType()),
             StructField("_lh_truncate_mode", StringType()),
             StructField("_lh_truncate_before", _spark_type("timestamp")),
+            StructField("_lh_change_op", StringType()),
+            StructField("_lh_change_column", StringType()),
             StructField("_lh_file", StringType()),
             StructField("_lh_row", LongType()),
         ]
@@ -192,14 +200,57 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
         raise _fail(folder, f"key {manifest['key']} does not match the table's key {list(spec.key)}")
     if manifest["null_string"] == manifest["unmodified_string"]:
         raise _fail(folder, "null_string and unmodified_string must differ")
-    if manifest.get("schema_changes"):
-        raise _fail(folder, "history-mode schema changes (spec rule 17) are not supported by this version yet")
+    for index, change in enumerate(manifest.get("schema_changes") or [], start=1):
+        _check_schema_change(folder, index, change, spec)
     truncate = manifest.get("truncate")
     if truncate and (truncate.get("mode") not in ("hard", "soft") or not truncate.get("before")):
         raise _fail(folder, f"truncate needs mode 'hard' or 'soft' and a 'before' timestamp, not {truncate}")
     for entry in manifest["files"]:
         if entry.get("kind") not in KINDS:
             raise _fail(folder, f"file {entry.get('path')!r} has kind {entry.get('kind')!r}; expected one of {KINDS}")
+
+
+def _check_schema_change(folder: str, index: int, change: dict, spec: TableSpec) -> None:
+    where = f"schema_changes[{index}]"
+    if change.get("op") not in SCHEMA_OPS:
+        raise _fail(folder, f"{where} has op {change.get('op')!r}; expected one of {SCHEMA_OPS}")
+    if not change.get("column") or not change.get("at"):
+        raise _fail(folder, f"{where} ({change['op']}) needs a 'column' and an 'at' timestamp")
+    column = change["column"]
+    if column in spec.key or column.startswith("_fivetran_") or column.startswith("_lh_"):
+        raise _fail(folder, f"{where} ({change['op']} {column}): only a data column can be added or dropped")
+    if change["op"] == "add_column":
+        if not change.get("type"):
+            raise _fail(folder, f"{where} (add_column {column}) needs a 'type'")
+        try:
+            _spark_type(change["type"])
+        except Exception as exc:
+            raise _fail(folder, f"{where} (add_column {column}): {change['type']!r} is not a Spark SQL type") from exc
+
+
+def with_migrations(spec: TableSpec, manifests: list[dict]) -> TableSpec:
+    """The table's columns once every landed schema change is counted (rule 17): a column an
+    `add_column` brings joins the table with the change's type (a column the source declares
+    must be declared with that type), and every added or dropped column may be absent from files."""
+    declared = {c.name: c for c in spec.columns}
+    added: dict[str, Column] = {}
+    migrated = set(spec.migrated)
+    for manifest in sorted((m for m in manifests if not m.get("_missing")), key=lambda m: m.get("sequence") or 0):
+        for index, change in enumerate(manifest.get("schema_changes") or [], start=1):
+            _check_schema_change(manifest["_folder_name"], index, change, spec)
+            name = change["column"]
+            migrated.add(name)
+            if change["op"] != "add_column":
+                continue
+            known = declared.get(name) or added.get(name)
+            if known is None:
+                added[name] = Column(name, change["type"])
+            elif _spark_type(known.type) != _spark_type(change["type"]):
+                raise _fail(
+                    manifest["_folder_name"],
+                    f"schema_changes[{index}] adds {name} as {change['type']}, but the table has it as {known.type}",
+                )
+    return TableSpec(spec.table, spec.key, spec.columns + tuple(added.values()), frozenset(migrated))
 
 
 def pending_manifests(manifests: list[dict], spec: TableSpec, applied: Applied) -> list[dict]:
@@ -254,7 +305,7 @@ def _expected_columns(spec: TableSpec, kind: str) -> tuple[set[str], set[str]]:
     system = {START, END, ACTIVE, SYNCED}
     if kind in ("replace", "update"):
         # `_fivetran_earliest` is optional: without it (and without earliest files) E is empty.
-        return every | system, every | system | {EARLIEST}
+        return (every - spec.migrated) | system, every | system | {EARLIEST}
     if kind == "delete":
         return key | {END}, every | system | {EARLIEST}
     return key | {START}, key | {START}
@@ -344,6 +395,8 @@ def stage_batch(spark: SparkSession, spec: TableSpec, manifest: dict, ordinal: i
         F.lit(manifest.get("commit_message")).cast("string").alias("_lh_commit_message"),
         F.lit(None).cast("string").alias("_lh_truncate_mode"),
         F.lit(None).cast("timestamp").alias("_lh_truncate_before"),
+        F.lit(None).cast("string").alias("_lh_change_op"),
+        F.lit(None).cast("string").alias("_lh_change_column"),
         "_lh_file",
         "_lh_row",
         bad_cell.alias("_lh_bad_cell"),
@@ -483,6 +536,89 @@ def _batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict]) ->
     )
 
 
+def _schema_change_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame | None:
+    """One `_lh_kind = 'schema_change'` row per schema change of a pending batch (rule 17), in
+    manifest order (`_lh_row`): `_fivetran_start` holds the change's instant T and the changed
+    column holds the value it takes (the default of an add, NULL for a drop), typed like every
+    other cell. Other data columns are NULL. A drop of a column the table never had is a no-op."""
+    names = {c.name for c in spec.columns}
+    entries = [
+        (ordinal, index, change["op"], change["column"], change.get("default"), change["at"])
+        for ordinal, m in enumerate(pending, start=1)
+        for index, change in enumerate(m.get("schema_changes") or [], start=1)
+        if change["column"] in names
+    ]
+    if not entries:
+        return None
+    raw = spark.createDataFrame(
+        entries,
+        "_lh_ordinal bigint, _lh_row bigint, _lh_change_op string, _lh_change_column string, "
+        "_lh_default string, _lh_at string",
+    )
+    meta = _batch_markers(spark, spec, pending).select(
+        "_lh_ordinal",
+        *[
+            n
+            for n in META_COLUMNS
+            if n
+            not in (
+                "_lh_ordinal",
+                "_lh_kind",
+                "_lh_row",
+                "_lh_change_op",
+                "_lh_change_column",
+                "_lh_file",
+                "_lh_unmodified",
+            )
+        ],
+    )
+    at = F.col("_lh_at").cast("timestamp")
+    types = {c.name: c.type for c in spec.columns}
+    target = {
+        name: F.when(F.col("_lh_change_column") == name, _typed(F.col("_lh_default"), t)) for name, t in types.items()
+    }
+    label = F.concat(
+        F.lit("schema_changes["),
+        F.col("_lh_row").cast("string"),
+        F.lit("] ("),
+        F.col("_lh_change_op"),
+        F.lit(" "),
+        F.col("_lh_change_column"),
+        F.lit("): "),
+    )
+    bad_default = F.coalesce(
+        *[
+            F.when(
+                (F.col("_lh_change_column") == name) & F.col("_lh_default").isNotNull() & target[name].isNull(),
+                F.concat(label, F.lit(f"default: {t} expected, found "), F.to_json(F.array("_lh_default"))),
+            )
+            for name, t in types.items()
+        ]
+    )
+    rows = raw.join(meta, "_lh_ordinal").select(
+        *[target[name].alias(name) for name in types],
+        at.alias(START),
+        *[
+            F.lit(None).cast(t).alias(n)
+            for n, t in ((END, "timestamp"), (ACTIVE, "boolean"), (SYNCED, "timestamp"), (EARLIEST, "boolean"))
+        ],
+        F.array().cast("array<string>").alias("_lh_unmodified"),
+        F.lit("schema_change").alias("_lh_kind"),
+        F.lit("manifest.json").alias("_lh_file"),
+        "*",
+    )
+    return rows.select(
+        *spec.staged_schema().fieldNames(),
+        F.lit(None).cast("string").alias("_lh_bad_cell"),
+        F.coalesce(
+            F.when(
+                at.isNull(), F.concat(label, F.lit("at: a timestamp expected, found "), F.to_json(F.array("_lh_at")))
+            ),
+            bad_default,
+        ).alias("_lh_misuse"),
+    )
+
+
 def register_pending_batches(
     spark: SparkSession,
     view: str,
@@ -520,13 +656,16 @@ def stage_pending_batches(
     `_lh_ordinal` numbers the pending batches 1, 2, ... in the order they must be applied."""
     manifests = read_manifests(spark, landing_root, spec.table)
     applied = applied_batches(spark, transactions, spec.table)
+    spec = with_migrations(spec, manifests)
     pending = pending_manifests(manifests, spec, applied)
     if not pending:
         return spark.createDataFrame([], spec.staged_schema())
+    changes = _schema_change_rows(spark, spec, pending)
     staged = reduce(
         DataFrame.unionByName,
         [stage_batch(spark, spec, m, ordinal) for ordinal, m in enumerate(pending, start=1) if m["files"]]
-        + [_batch_markers(spark, spec, pending)],
+        + [_batch_markers(spark, spec, pending)]
+        + ([changes] if changes is not None else []),
     )
     try:
         validate(staged, spec, table_exists=applied.last_sequence is not None)
