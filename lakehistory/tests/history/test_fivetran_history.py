@@ -206,9 +206,11 @@ def test_random_streams_match_the_reference_after_every_batch(project: DbtProjec
     @given(
         stream=batch_streams(max_batches=3, max_keys=3, max_events=3, composite_key=composite),
         options=st.lists(WRITER_OPTIONS, min_size=3, max_size=3),
+        data=st.data(),
     )
-    def check(stream, options) -> None:
+    def check(stream, options, data) -> None:
         columns, key_names, batches = stream
+        batches = with_schema_changes(batches, data.draw)
         table_columns = key + SUPERSET
         case = fresh(
             project,
@@ -233,6 +235,33 @@ def test_random_streams_match_the_reference_after_every_batch(project: DbtProjec
         assert sequences == list(range(1, len(batches) + 1)), "every batch applied once, in order"
 
     check()
+
+
+# Columns a random schema change adds or drops, with the defaults an add may bring.
+MIGRATABLE = {"s_text": ["dflt", ""], "n_big": [0, -7], "b_flag": [True, False]}
+
+
+def with_schema_changes(batches: list[Batch], draw) -> list[Batch]:
+    """Some batches get one or two schema changes (rule 17) at an instant near their rows' starts:
+    equal to one, 1 ms before or after it. A re-delivered batch repeats its original's changes."""
+    out: list[Batch] = []
+    for b in batches:
+        if out and same_content(out[-1], b):
+            out.append(dataclasses.replace(b, schema_changes=list(out[-1].schema_changes)))
+            continue
+        starts = sorted({r[START] for r in b.replace + b.update}) or [BASE]
+        changes = []
+        for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
+            column = draw(st.sampled_from(sorted(MIGRATABLE)))
+            at = draw(st.sampled_from(starts)) + draw(st.sampled_from([-ONE_MS, dt.timedelta(0), ONE_MS]))
+            if draw(st.booleans()):
+                default = draw(st.sampled_from([None, *MIGRATABLE[column]]))
+                kind = next(c.type for c in SUPERSET if c.name == column)
+                changes.append(SchemaChange("add_column", column, at, type=kind, default=default))
+            else:
+                changes.append(SchemaChange("drop_column", column, at))
+        out.append(dataclasses.replace(b, schema_changes=changes))
+    return out
 
 
 def same_content(a: Batch, b: Batch) -> bool:
