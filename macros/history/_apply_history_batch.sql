@@ -7,7 +7,9 @@
      (valid_to = txn); a new or different row is opened (valid_from = txn); equal rows stay.
   3. MERGE the diff in one commit; record the transaction.
 -#}
-{% macro _apply_history_batch(target, staged, transactions, keys, data_columns, deleted_column, ordinal, add_columns=[]) %}
+{% macro _apply_history_batch(target, staged, transactions, keys, columns, deleted_column, ordinal, add_columns=[]) %}
+  {%- set data_columns = columns | map(attribute='name') | reject('in', keys) | list -%}
+  {%- set first_key = columns | selectattr('name', 'equalto', keys[0]) | first -%}
   {%- set started_at = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
   {%- set txn_id = (run_query("select coalesce(max(txn_id), 0) + 1 from " ~ transactions).rows[0][0]) | int -%}
   {%- set open = lakehistory.open_version() -%}
@@ -37,6 +39,23 @@
     {%- endif -%}
   {%- endfor -%}
   {%- set live_columns = live_columns | join(', ') -%}
+  {#- The batch's range of its first key column, as session variables: Spark folds them into
+      literals, so Delta skips the files of a table clustered by key that hold none of the batch's
+      keys (no data value is written into the SQL text). -#}
+  {%- call statement('lakehistory_key_range') -%}
+    declare or replace variable `__lh_key_lo` {{ first_key.data_type }}
+  {%- endcall -%}
+  {%- call statement('lakehistory_key_range') -%}
+    declare or replace variable `__lh_key_hi` {{ first_key.data_type }}
+  {%- endcall -%}
+  {%- call statement('lakehistory_key_range') -%}
+    set var (`__lh_key_lo`, `__lh_key_hi`) = (
+        select min({{ adapter.quote(keys[0]) }}), max({{ adapter.quote(keys[0]) }})
+        from `__lh_batch`
+        where `_lh_kind` in {{ lakehistory._row_kinds() }}
+    )
+  {%- endcall -%}
+  {%- set in_key_range = "t." ~ adapter.quote(keys[0]) ~ " between `__lh_key_lo` and `__lh_key_hi`" -%}
   {%- call statement('lakehistory_live') -%}
     cache table `__lh_live` as
     select {{ live_columns }}
@@ -45,7 +64,7 @@
         select distinct {{ lakehistory._columns(keys, none) }} from `__lh_batch` where `_lh_kind` in {{ lakehistory._row_kinds() }}
     ) as b
         on {{ lakehistory._join_on('t', 'b', keys) }}
-    where t.`valid_to` = {{ open }}
+    where t.`valid_to` = {{ open }} and {{ in_key_range }}
     {%- if truncate_mode in ('hard', 'soft') %}
     union
     -- a truncate (rules 15, 16) reaches the rows synced before its cutoff, whatever their key
@@ -131,6 +150,10 @@
         and {{ lakehistory._join_on('t', 's', keys) }}
         and t.`_fivetran_start` = s.`_lh_old_start`
         and t.`valid_to` = {{ open }}
+        {%- if truncate_mode not in ('hard', 'soft') and schema_changes | length == 0 %}
+        -- every row the batch closes is of its keys: Delta rewrites only the files of that range
+        and {{ in_key_range }}
+        {%- endif %}
     when matched then update set t.`valid_to` = {{ txn_id }}
     when not matched and not s.`_lh_closes` then insert (
         {{ lakehistory._columns(keys + value_columns, none) }}, `valid_from`, `valid_to`
@@ -172,6 +195,8 @@
     {%- do run_query("uncache table if exists `" ~ view ~ "`") -%}
     {%- do run_query("drop view if exists `" ~ view ~ "`") -%}
   {%- endfor -%}
+  {%- do run_query("drop temporary variable if exists `__lh_key_lo`") -%}
+  {%- do run_query("drop temporary variable if exists `__lh_key_hi`") -%}
 {% endmacro %}
 
 

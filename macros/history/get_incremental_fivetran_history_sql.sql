@@ -35,7 +35,6 @@
   {%- if deleted_column and deleted_column not in names -%}
     {{ exceptions.raise_compiler_error("fivetran_history: deleted_column " ~ deleted_column ~ " is not a column of " ~ model.name ~ ".") }}
   {%- endif -%}
-  {%- set data_columns = names | reject('in', keys) | list -%}
   {%- set transactions = lakehistory.ensure_transactions_table() -%}
 
   {%- set add_columns = [] -%}
@@ -60,7 +59,7 @@
       "select _lh_ordinal from " ~ staged ~ " where _lh_kind = 'batch' order by _lh_ordinal") -%}
   {%- for row in ordinals.rows -%}
     {%- do lakehistory._apply_history_batch(
-        target, staged, transactions, keys, data_columns, deleted_column, row[0] | int,
+        target, staged, transactions, keys, columns, deleted_column, row[0] | int,
         add_columns if loop.first else []) -%}
   {%- endfor -%}
 
