@@ -167,7 +167,8 @@
     insert into {{ transactions }}
     select
         {{ txn_id }} as txn_id,
-        uuid() as txn_uuid,
+        {{ lakehistory.naksha_uuid(txn_id, "timestamp'" ~ started_at ~ "'", 0) }} as txn_uuid,
+        'batch' as operation,
         b.`_lh_source_table` as source_table,
         '{{ target | replace("'", "") }}' as history_table,
         b.`_lh_batch_id` as batch_id,
@@ -181,10 +182,19 @@
         {{ stats[0] | int }} as versions_opened,
         {{ stats[1] | int }} as versions_closed,
         {{ stats[2] | int }} as rows_overlap_deleted,
+        0 as rows_purged,
         {{ delta_version }} as delta_version
     from `__lh_batch` as b
     where b.`_lh_kind` = 'batch'
   {%- endcall -%}
+  {#- Ids are max + 1: one writer at a time per lakehouse. A second writer shows as a repeated id. -#}
+  {%- set writers = run_query("select count(*) from " ~ transactions ~ " where txn_id = " ~ txn_id).rows[0][0] -%}
+  {%- if writers | int != 1 -%}
+    {%- do lakehistory._drop_temp_views() -%}
+    {{ exceptions.raise_compiler_error(
+        "Transaction " ~ txn_id ~ " was recorded " ~ writers ~ " times: another dbt run applied batches to this lakehouse"
+        ~ " at the same time. Run history models from one dbt invocation at a time.") }}
+  {%- endif -%}
   {%- do lakehistory._drop_temp_views() -%}
 {% endmacro %}
 

@@ -1,5 +1,6 @@
 {#-
-  The project's one transactions table: every applied batch is a transaction with a gap-free id.
+  The project's one transactions table: every applied batch (and every cleanup) is a transaction
+  with a gap-free id and a Naksha uuid (object type 0).
   Name it with the var `lakehistory_transactions` (default `lakehistory_transactions`, in the
   target schema).
 -#}
@@ -16,11 +17,12 @@
   {%- call statement('lakehistory_transactions_table') -%}
     create table if not exists {{ relation }} (
         txn_id bigint not null comment 'Transaction id: 1, 2, 3, ... with no gaps, in commit order',
-        txn_uuid string not null comment 'Unique id of the transaction',
-        source_table string not null comment 'The landed table the batch belongs to',
-        history_table string not null comment 'The history table the batch was applied to',
-        batch_id string not null comment 'The batch (its folder name in the landing root)',
-        batch_sequence bigint not null comment 'The batch order within its table',
+        txn_uuid string not null comment 'Naksha uuid of the transaction: txn_id, start date, object type 0, database id',
+        operation string not null comment 'batch (a landed batch applied) or cleanup (old versions removed)',
+        source_table string comment 'The landed table the batch belongs to',
+        history_table string not null comment 'The history table the transaction changed',
+        batch_id string comment 'The batch (its folder name in the landing root)',
+        batch_sequence bigint comment 'The batch order within its table',
         author string comment 'Who made the change (the batch manifest)',
         app_id string comment 'The application that made the change (the batch manifest)',
         commit_message string comment 'Optional message of the batch manifest',
@@ -30,6 +32,7 @@
         versions_opened bigint not null comment 'History rows opened (valid_from = txn_id)',
         versions_closed bigint not null comment 'History rows closed (valid_to = txn_id)',
         rows_overlap_deleted bigint not null comment 'Rows removed from the Fivetran view by the overlap delete (rule 7)',
+        rows_purged bigint not null comment 'Closed versions physically removed (cleanup)',
         delta_version bigint not null comment 'The Delta version of the history table this transaction committed'
     ) using delta
   {%- endcall -%}

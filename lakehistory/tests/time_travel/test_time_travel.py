@@ -1,0 +1,334 @@
+"""Emulated time travel through dbt on Spark/Delta: as-of answers against the reference model
+after every batch, after VACUUM and after cleanup; SQL:2011 forms and Naksha uuids on hand-checked
+fixtures; gap-free transaction ids across a failed batch."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from history_case import HistoryCase, normalize
+from hypothesis import HealthCheck, Phase, given, settings
+
+from harness import DbtProject, copy_project, unique_schema
+from lakehistory.landing.batch import ONE_MS, TMAX, Batch, Column
+from oracle.fivetran import apply_batch
+from oracle.streams import batch_streams
+
+SUPERSET = [
+    Column("s_text", "string"),
+    Column("n_big", "bigint"),
+    Column("d_dbl", "double"),
+    Column("b_flag", "boolean"),
+    Column("t_ts", "timestamp"),
+    Column("deleted", "boolean"),
+]
+DATABASE_ID = 0xABCDEF0123  # 40 bits
+
+
+@pytest.fixture(scope="module")
+def project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("time_travel")), unique_schema("time_travel"))
+    project.landing.mkdir()
+    return project
+
+
+def write_model(project: DbtProject, name: str, sql: str) -> None:
+    (project.project_dir / "models" / "under_test" / f"{name}.sql").write_text(textwrap.dedent(sql))
+
+
+def as_of_answers(case: HistoryCase, versions: list[int]) -> dict[int, list[dict]]:
+    """The table as of each version, through lakehistory.as_of in one dbt model."""
+    name = f"{case.name}_as_of"
+    write_model(
+        case.project,
+        name,
+        f"""\
+        {{{{ config(materialized='table') }}}}
+        {{% for v in var('as_of_versions') %}}
+        select {{{{ v }}}} as `_as_of`, * from {{{{ lakehistory.as_of(ref('{case.name}'), v) }}}}
+        {{% if not loop.last %}}union all{{% endif %}}
+        {{% endfor %}}
+        """,
+    )
+    case.project.run_ok("run", "--select", name, vars={"as_of_versions": versions})
+    answers: dict[int, list[dict]] = {v: [] for v in versions}
+    for r in case.project.rows(f"select * from {{schema}}.`{name}`"):
+        answers[r.pop("_as_of")].append(normalize(r))
+    return {v: sorted(rows, key=lambda r: json.dumps(r, default=str, sort_keys=True)) for v, rows in answers.items()}
+
+
+def all_txn_ids(project: DbtProject) -> list[int]:
+    return [r["txn_id"] for r in project.rows("select txn_id from {schema}.lakehistory_transactions order by txn_id")]
+
+
+def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup(project: DbtProject) -> None:
+    counter = iter(range(100))
+
+    @settings(
+        max_examples=2,
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(stream=batch_streams(max_batches=4, max_keys=3, max_events=3, composite_key=False))
+    def check(stream) -> None:
+        _, key_names, batches = stream
+        columns = [Column("id", "bigint")] + SUPERSET
+        case = HistoryCase(project, f"tt_{next(counter)}", columns, key_names, deleted_column="deleted")
+        # the state after each of this table's transactions, from the reference model
+        states: list[tuple[int, list]] = []
+        reference: list = []
+        for b in batches:
+            padded = dataclasses.replace(
+                b, columns=columns, replace=_fill(b.replace, columns), update=_fill(b.update, columns)
+            )
+            case.land(padded)
+            case.run()  # one batch per run: other tables' transactions may come in between
+            reference = apply_batch(reference, padded)
+            states.append((case.transactions()[-1]["txn_id"], case.expected(reference)))
+        versions = list(range(0, max(all_txn_ids(project)) + 1))
+
+        def expected_at(v: int) -> list:
+            known = [state for txn, state in states if txn <= v]
+            return known[-1] if known else []
+
+        answers = as_of_answers(case, versions)
+        for v in versions:
+            assert answers[v] == expected_at(v), f"as of version {v}"
+
+        # Delta's VACUUM removes the files of old table versions; the emulated history stays.
+        spark = project.spark
+        spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+        spark.sql(f"vacuum {project.table(case.name)} retain 0 hours")
+        assert as_of_answers(case, versions) == answers, "VACUUM changed an as-of answer"
+
+        # Cleanup before the table's middle transaction keeps every answer from there on.
+        cutoff = states[len(states) // 2][0]
+        current = case.fivetran_rows()
+        project.run_ok(
+            "run-operation", "lakehistory.cleanup", "--args", json.dumps({"model": case.name, "before_version": cutoff})
+        )
+        assert case.fivetran_rows() == current, "cleanup touched a current row"
+        assert all(r["valid_to"] > cutoff for r in case.physical_rows())
+        later = [v for v in versions if v >= cutoff]
+        after = as_of_answers(case, later)
+        assert after == {v: answers[v] for v in later}
+        ids = all_txn_ids(project)
+        assert ids == list(range(1, len(ids) + 1)), "transaction ids have a gap"
+
+    check()
+
+
+def _fill(rows: list[dict], columns: list[Column]) -> list[dict]:
+    return [{**{c.name: None for c in columns}, **r} for r in rows]
+
+
+# --- SQL:2011 forms on hand-checked fixtures ---------------------------------------------------
+
+OPEN = 9223372036854775807
+TT_PERIODS = f"""id,valid_from,valid_to
+1,1,3
+2,3,{OPEN}
+3,5,7
+4,1,{OPEN}
+"""
+VT_PERIODS = f"""id,valid_from,valid_to,_fivetran_start,_fivetran_end
+1,1,{OPEN},2024-01-01 10:00:00,2024-01-01 11:59:59.999
+2,1,{OPEN},2024-01-01 12:00:00,9999-12-31 23:59:59.999
+3,1,{OPEN},2024-01-01 09:00:00,2024-01-01 12:00:00
+4,1,2,2024-01-01 10:00:00,2024-01-01 11:59:59.999
+"""
+H = "timestamp'2024-01-01 {}'"
+FORMS = {
+    # transaction clock, half-open [valid_from, valid_to)
+    "tt as_of 3": ("tt_periods", "'as_of', 3", {2, 4}),
+    "tt as_of 2": ("tt_periods", "'as_of', 2", {1, 4}),
+    "tt from_to 3 5": ("tt_periods", "'from_to', 3, 5", {2, 4}),
+    "tt between 3 5": ("tt_periods", "'between', 3, 5", {2, 3, 4}),
+    "tt contained_in 3 7": ("tt_periods", "'contained_in', 3, 7", {3}),
+    "tt contained_in 1 3": ("tt_periods", "'contained_in', 1, 3", {1}),
+    "tt all": ("tt_periods", "'all'", {1, 2, 3, 4}),
+    # valid clock, closed [_fivetran_start, _fivetran_end], rows known now
+    "vt as_of 12:00": ("vt_periods", f"'as_of', \"{H.format('12:00:00')}\", clock='valid'", {2, 3}),
+    "vt as_of 11:59:59.999": ("vt_periods", f"'as_of', \"{H.format('11:59:59.999')}\", clock='valid'", {1, 3}),
+    "vt from_to 11 12": (
+        "vt_periods",
+        f"'from_to', \"{H.format('11:00:00')}\", \"{H.format('12:00:00')}\", clock='valid'",
+        {1, 3},
+    ),
+    "vt between 11 12": (
+        "vt_periods",
+        f"'between', \"{H.format('11:00:00')}\", \"{H.format('12:00:00')}\", clock='valid'",
+        {1, 2, 3},
+    ),
+    "vt contained_in 10 12": (
+        "vt_periods",
+        f"'contained_in', \"{H.format('10:00:00')}\", \"{H.format('12:00:00')}\", clock='valid'",
+        {1},
+    ),
+    "vt all": ("vt_periods", "'all', clock='valid'", {1, 2, 3}),
+    "vt all known at 1": ("vt_periods", "'all', clock='valid', version=1", {1, 2, 3, 4}),
+}
+UUID_CASES = [  # object id, instant, object type
+    (1, "2000-01-01 00:00:00", 0),
+    (4095, "2026-11-21 13:45:00", 0),
+    (4096, "2024-02-29 23:59:59", 1),
+    (2**60 - 1, "3023-12-31 12:00:00", 7),
+]
+
+
+def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
+    seeds = dbt_project.project_dir / "seeds"
+    (seeds / "tt_periods.csv").write_text(TT_PERIODS)
+    (seeds / "vt_periods.csv").write_text(VT_PERIODS)
+    (seeds / "uuid_inputs.csv").write_text(
+        "object_id,at,object_type\n" + "".join(f"{i},{at},{t}\n" for i, at, t in UUID_CASES)
+    )
+    (seeds / "_fixtures.yml").write_text(
+        json.dumps(
+            {
+                "version": 2,
+                "seeds": [
+                    {
+                        "name": "tt_periods",
+                        "config": {"column_types": {"id": "int", "valid_from": "bigint", "valid_to": "bigint"}},
+                    },
+                    {
+                        "name": "vt_periods",
+                        "config": {
+                            "column_types": {
+                                "id": "int",
+                                "valid_from": "bigint",
+                                "valid_to": "bigint",
+                                "_fivetran_start": "timestamp",
+                                "_fivetran_end": "timestamp",
+                            }
+                        },
+                    },
+                    {
+                        "name": "uuid_inputs",
+                        "config": {"column_types": {"object_id": "bigint", "at": "timestamp", "object_type": "int"}},
+                    },
+                ],
+            }
+        )
+    )
+    models = dbt_project.project_dir / "models" / "under_test"
+    models.mkdir(parents=True, exist_ok=True)
+    (models / "forms.sql").write_text(
+        "\nunion all\n".join(
+            f"select '{label}' as form, id from {{{{ lakehistory.history(ref('{seed}'), {args}) }}}}"
+            for label, (seed, args, _) in FORMS.items()
+        )
+    )
+    (models / "uuids.sql").write_text(
+        "select object_id, at, object_type, u, {{ lakehistory.naksha_uuid_fields('u') }} as fields\n"
+        "from (select *, {{ lakehistory.naksha_uuid('object_id', 'at', 'object_type') }} as u\n"
+        "      from {{ ref('uuid_inputs') }})"
+    )
+    dbt_project.run_ok(
+        "build",
+        "--select",
+        "tt_periods",
+        "vt_periods",
+        "uuid_inputs",
+        "forms",
+        "uuids",
+        vars={"lakehistory_database_id": DATABASE_ID},
+    )
+
+    found: dict[str, set[int]] = {label: set() for label in FORMS}
+    for r in dbt_project.rows("select form, id from {schema}.forms"):
+        found[r["form"]].add(r["id"])
+    assert found == {label: expected for label, (_, _, expected) in FORMS.items()}
+
+    rows = dbt_project.rows("select * from {schema}.uuids order by object_id")
+    assert len(rows) == len(UUID_CASES)
+    for r in rows:
+        fields = decode(r["u"])
+        at = r["at"]
+        expected = {
+            "object_id": r["object_id"],
+            "year": at.year,
+            "month": at.month,
+            "day": at.day,
+            "object_type": r["object_type"],
+            "database_id": DATABASE_ID,
+        }
+        assert fields == expected, r["u"]
+        assert r["fields"] == expected, "naksha_uuid_fields disagrees with the bit layout"
+        assert uuid.UUID(r["u"]).version == 4 and uuid.UUID(r["u"]).variant == uuid.RFC_4122
+
+
+def decode(text: str) -> dict[str, int]:
+    """Naksha's layout (seed 002), read bit by bit: the test's own oracle."""
+    value = uuid.UUID(text).int
+    high, low = value >> 64, value & (2**64 - 1)
+    return {
+        "object_id": ((high >> 16) << 12) | (high & 0xFFF),
+        "year": 2000 + ((low >> 52) & 0x3FF),
+        "month": (low >> 48) & 0xF,
+        "day": (low >> 43) & 0x1F,
+        "object_type": (low >> 40) & 0x7,
+        "database_id": low & (2**40 - 1),
+    }
+
+
+# --- gap-free transaction ids ------------------------------------------------------------------
+
+COLS = [Column("id", "bigint"), Column("name", "string")]
+T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+
+
+def version(id_: int, name: str, start: dt.datetime) -> dict:
+    return {
+        "id": id_,
+        "name": name,
+        "_fivetran_start": start,
+        "_fivetran_end": TMAX,
+        "_fivetran_active": True,
+        "_fivetran_synced": start,
+    }
+
+
+def test_failed_batch_leaves_no_gap_and_uuids_decode(dbt_project: DbtProject) -> None:
+    dbt_project.landing.mkdir()
+    case = HistoryCase(dbt_project, "ledger", COLS, ["id"])
+    vars_ = {"lakehistory_database_id": DATABASE_ID}
+    base = Batch(table="ledger", batch_id="000001", sequence=1, key=["id"], columns=COLS)
+    case.land(dataclasses.replace(base, replace=[version(1, "a", T0)], earliest=[]))
+    dbt_project.run_ok("run", "--select", "ledger", vars=vars_)
+    # a second version at a start the table holds, without an earliest start: the merge refuses it
+    clash = dataclasses.replace(base, batch_id="000002", sequence=2, replace=[version(1, "b", T0)], earliest=[])
+    case.land(clash)
+    error = case.run_fails()
+    assert "000002" in error and "This batch and the later ones were not applied" in error
+    assert all_txn_ids(dbt_project) == [1]
+    # the corrected batch (it says where the key's new history starts) gets the next id
+    fixed = dataclasses.replace(clash, earliest=[{"id": 1, "_fivetran_start": T0}])
+    for path in (dbt_project.landing / "ledger" / "000002").iterdir():
+        path.unlink()
+    case.land(fixed)
+    case.land(
+        dataclasses.replace(base, batch_id="000003", sequence=3, replace=[version(2, "c", T0 + ONE_MS)], earliest=[])
+    )
+    dbt_project.run_ok("run", "--select", "ledger", vars=vars_)
+    txns = dbt_project.rows("select * from {schema}.lakehistory_transactions order by txn_id")
+    assert [(t["txn_id"], t["batch_id"]) for t in txns] == [(1, "000001"), (2, "000002"), (3, "000003")]
+    for t in txns:
+        started = t["started_at"]
+        assert decode(t["txn_uuid"]) == {
+            "object_id": t["txn_id"],
+            "year": started.year,
+            "month": started.month,
+            "day": started.day,
+            "object_type": 0,
+            "database_id": DATABASE_ID,
+        }

@@ -1,0 +1,148 @@
+{#-
+  Time travel over history tables (any table with `valid_from` / `valid_to` in transaction ids).
+
+  A row belongs to the state after transaction v when `valid_from <= v < valid_to`: valid_from is
+  inclusive, valid_to exclusive, and a row still current holds lakehistory.open_version() in
+  valid_to. Every macro returns SQL (a parenthesised subquery or an expression) to put in a FROM
+  clause or a filter; the version may be a literal or any integer SQL expression.
+
+      select * from {{ lakehistory.as_of(ref('meta_station_history'), 12) }}
+      select * from {{ lakehistory.as_of_time(ref('meta_station_history'), "timestamp'2024-05-01 00:00:00'") }}
+
+  A consistent cut of several tables is the same version for each of them:
+
+      {% set v = lakehistory.version_at("timestamp'2024-05-01 00:00:00'") %}
+      select ... from {{ lakehistory.as_of(ref('meta_network_history'), v) }} as n
+      join {{ lakehistory.as_of(ref('meta_station_history'), v) }} as s on ...
+-#}
+
+{#- The rows of `relation` in the state after transaction `version` (without valid_from/valid_to). -#}
+{% macro as_of(relation, version) %}
+  {{- return("(select * except (`valid_from`, `valid_to`) from " ~ relation ~ " where "
+      ~ lakehistory.as_of_filter(version) ~ ")") -}}
+{% endmacro %}
+
+
+{#- The filter behind as_of, for a row alias: `valid_from <= v and v < valid_to`. -#}
+{% macro as_of_filter(version, alias=none) %}
+  {%- set p = (alias ~ '.') if alias else '' -%}
+  {{- return(p ~ "`valid_from` <= (" ~ version ~ ") and (" ~ version ~ ") < " ~ p ~ "`valid_to`") -}}
+{% endmacro %}
+
+
+{#- The rows of `relation` as the project knew them at instant `at` (transaction time): the state
+    after the last transaction committed at or before `at`. -#}
+{% macro as_of_time(relation, at) %}
+  {{- return(lakehistory.as_of(relation, lakehistory.version_at_sql(at))) -}}
+{% endmacro %}
+
+
+{#- SQL for the last transaction committed at or before `at` (0 before the first one). -#}
+{% macro version_at_sql(at) %}
+  {{- return("(select coalesce(max(`txn_id`), 0) from " ~ lakehistory.transactions_relation()
+      ~ " where `committed_at` <= (" ~ at ~ "))") -}}
+{% endmacro %}
+
+
+{#- The same, as a number, read when the macro runs (for one consistent cut of several tables). -#}
+{% macro version_at(at) %}
+  {%- if not execute -%}{{ return(0) }}{%- endif -%}
+  {{- return(run_query("select " ~ lakehistory.version_at_sql(at)).rows[0][0] | int) -}}
+{% endmacro %}
+
+
+{#-
+  SQL:2011's query forms over either clock, as a subquery with every column of `relation`.
+
+      lakehistory.history(relation, 'as_of', a)
+      lakehistory.history(relation, 'from_to', a, b)
+      lakehistory.history(relation, 'between', a, b)
+      lakehistory.history(relation, 'contained_in', a, b)
+      lakehistory.history(relation, 'all')
+
+  clock='transaction' (the default): the period is [valid_from, valid_to), half-open, in
+  transaction ids; a and b are ids.
+      as_of a            valid_from <= a and a < valid_to
+      from_to a, b       valid_from < b and valid_to > a           (overlaps [a, b))
+      between a, b       valid_from <= b and valid_to > a          (overlaps [a, b])
+      contained_in a, b  valid_from >= a and valid_to <= b         (within [a, b]; never an open row)
+      all                every row
+
+  clock='valid': the period is [_fivetran_start, _fivetran_end], closed (spec rule 18), in
+  timestamps; the rows are those known after transaction `version` (default: now).
+      as_of a            _fivetran_start <= a and a <= _fivetran_end
+      from_to a, b       _fivetran_start < b and _fivetran_end >= a  (overlaps [a, b))
+      between a, b       _fivetran_start <= b and _fivetran_end >= a (overlaps [a, b])
+      contained_in a, b  _fivetran_start >= a and _fivetran_end <= b
+      all                every row
+-#}
+{% macro history(relation, form, a=none, b=none, clock='transaction', version=none) %}
+  {%- if clock == 'transaction' -%}
+    {%- set lo, hi, lo_closed = '`valid_from`', '`valid_to`', false -%}
+    {%- set known = 'true' -%}
+  {%- elif clock == 'valid' -%}
+    {%- set lo, hi, lo_closed = '`_fivetran_start`', '`_fivetran_end`', true -%}
+    {%- set known = lakehistory.as_of_filter(version) if version is not none
+        else '`valid_to` = ' ~ lakehistory.open_version() -%}
+  {%- else -%}
+    {{ exceptions.raise_compiler_error("history(): clock must be 'transaction' or 'valid', not " ~ clock) }}
+  {%- endif -%}
+  {#- For the transaction clock the period's end is exclusive, for the valid clock inclusive. -#}
+  {%- set after = ' >= ' if lo_closed else ' > ' -%}
+  {%- set needs = {'as_of': 1, 'from_to': 2, 'between': 2, 'contained_in': 2, 'all': 0} -%}
+  {%- if form not in needs -%}
+    {{ exceptions.raise_compiler_error("history(): form must be one of " ~ (needs.keys() | list) ~ ", not " ~ form) }}
+  {%- endif -%}
+  {%- if (needs[form] >= 1 and a is none) or (needs[form] == 2 and b is none) -%}
+    {{ exceptions.raise_compiler_error("history(): form " ~ form ~ " needs " ~ needs[form] ~ " bound(s)") }}
+  {%- endif -%}
+  {%- if form == 'as_of' -%}
+    {%- set period = lo ~ ' <= (' ~ a ~ ') and (' ~ a ~ ')' ~ (' <= ' if lo_closed else ' < ') ~ hi -%}
+  {%- elif form == 'from_to' -%}
+    {%- set period = lo ~ ' < (' ~ b ~ ') and ' ~ hi ~ after ~ '(' ~ a ~ ')' -%}
+  {%- elif form == 'between' -%}
+    {%- set period = lo ~ ' <= (' ~ b ~ ') and ' ~ hi ~ after ~ '(' ~ a ~ ')' -%}
+  {%- elif form == 'contained_in' -%}
+    {%- set period = lo ~ ' >= (' ~ a ~ ') and ' ~ hi ~ ' <= (' ~ b ~ ')' -%}
+  {%- else -%}
+    {%- set period = 'true' -%}
+  {%- endif -%}
+  {{- return("(select * from " ~ relation ~ " where (" ~ known ~ ") and (" ~ period ~ "))") -}}
+{% endmacro %}
+
+
+{#-
+  Version discovery. current_version(relation): the table's current version, the largest
+  transaction id in its valid_from or (closed) valid_to; an empty table has the var
+  `lakehistory_empty_version` (default 0). current_versions(): one row per history table of the
+  project (table_name, version).
+-#}
+{% macro current_version(relation) %}
+  {{- return("(select coalesce(greatest(max(`valid_from`), max(nullif(`valid_to`, " ~ lakehistory.open_version()
+      ~ "))), " ~ var('lakehistory_empty_version', 0) ~ ") from " ~ relation ~ ")") -}}
+{% endmacro %}
+
+
+{% macro current_versions() %}
+  {%- set parts = [] -%}
+  {%- for node in lakehistory.history_nodes() -%}
+    {%- set relation = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) -%}
+    {%- do parts.append("select '" ~ node.name ~ "' as table_name, " ~ lakehistory.current_version(relation) ~ " as version") -%}
+  {%- endfor -%}
+  {%- if not parts -%}
+    {{ return("(select cast(null as string) as table_name, cast(null as bigint) as version where false)") }}
+  {%- endif -%}
+  {{- return("(" ~ (parts | join(" union all ")) ~ ")") -}}
+{% endmacro %}
+
+
+{#- The project's history tables: models built by the fivetran_history strategy. -#}
+{% macro history_nodes() %}
+  {%- set nodes = [] -%}
+  {%- for node in graph.nodes.values() -%}
+    {%- if node.resource_type == 'model' and node.config.get('incremental_strategy') == 'fivetran_history' -%}
+      {%- do nodes.append(node) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{- return(nodes | sort(attribute='name')) -}}
+{% endmacro %}

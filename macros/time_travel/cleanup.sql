@@ -1,0 +1,75 @@
+{#-
+  Cleanup, as a run-operation: remove the versions of a history table that no answer at or after a
+  cutoff needs, and record the removal as a transaction (operation = 'cleanup').
+
+      dbt run-operation lakehistory.cleanup --args '{model: meta_station_history, before_version: 40}'
+      dbt run-operation lakehistory.cleanup --args '{model: meta_station_history, before: "2024-06-01 00:00:00"}'
+
+  A row is removed when `valid_to <= cutoff`: it belongs to no state as of the cutoff or later, so
+  every such answer stays the same, and a current row (open valid_to) is never touched. `before`
+  is a timestamp (transaction time): the cutoff is the version current at that instant.
+
+  The rows leave the table in one Delta commit (a DELETE, with deletion vectors). Delta keeps the
+  files of older table versions until its own VACUUM; run `REORG TABLE ... APPLY (PURGE)` and
+  `VACUUM` afterwards to reclaim the space. Emulated time travel does not depend on those files.
+-#}
+{% macro cleanup(model, before_version=none, before=none) %}
+  {%- if (before_version is none) == (before is none) -%}
+    {{ exceptions.raise_compiler_error("cleanup: give exactly one of before_version (a transaction id) or before (a timestamp)") }}
+  {%- endif -%}
+  {%- set node = lakehistory.history_nodes() | selectattr('name', 'equalto', model) | first -%}
+  {%- if node is not defined or node is none -%}
+    {{ exceptions.raise_compiler_error("cleanup: " ~ model ~ " is not a history table of this project (incremental_strategy='fivetran_history')") }}
+  {%- endif -%}
+  {%- set target = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) -%}
+  {%- set transactions = lakehistory.ensure_transactions_table() -%}
+  {%- set last = run_query("select coalesce(max(txn_id), 0) from " ~ transactions).rows[0][0] | int -%}
+  {%- if before_version is not none -%}
+    {%- set cutoff = before_version | int -%}
+  {%- else -%}
+    {%- set instant = modules.datetime.datetime.fromisoformat(before | string) -%}
+    {%- set cutoff = lakehistory.version_at("timestamp'" ~ instant.isoformat(sep=' ') ~ "'") -%}
+  {%- endif -%}
+  {%- if cutoff > last -%}
+    {{ exceptions.raise_compiler_error("cleanup: version " ~ cutoff ~ " is after the last transaction " ~ last) }}
+  {%- endif -%}
+  {%- set started_at = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
+  {%- set purged = run_query("select count(*) from " ~ target ~ " where `valid_to` <= " ~ cutoff).rows[0][0] | int -%}
+  {%- if purged == 0 -%}
+    {{ log("cleanup: " ~ model ~ " holds no version closed at or before transaction " ~ cutoff ~ "; nothing to do", info=true) }}
+    {{ return(0) }}
+  {%- endif -%}
+  {%- set txn_id = last + 1 -%}
+  {%- call statement('lakehistory_cleanup') -%}
+    delete from {{ target }} where `valid_to` <= {{ cutoff }}
+  {%- endcall -%}
+  {%- set delta_version = run_query("describe history " ~ target ~ " limit 1").rows[0][0] | int -%}
+  {%- call statement('lakehistory_record_cleanup') -%}
+    insert into {{ transactions }} (
+        txn_id, txn_uuid, operation, source_table, history_table, batch_id, batch_sequence, author, app_id,
+        commit_message, started_at, committed_at, rows_in, versions_opened, versions_closed,
+        rows_overlap_deleted, rows_purged, delta_version
+    )
+    select
+        {{ txn_id }},
+        {{ lakehistory.naksha_uuid(txn_id, "timestamp'" ~ started_at ~ "'", 0) }},
+        'cleanup',
+        null,
+        '{{ target | replace("'", "") }}',
+        null,
+        null,
+        current_user(),
+        'lakehistory.cleanup',
+        'versions closed at or before transaction {{ cutoff }} removed',
+        timestamp'{{ started_at }}',
+        current_timestamp(),
+        0,
+        0,
+        0,
+        0,
+        {{ purged }},
+        {{ delta_version }}
+  {%- endcall -%}
+  {{ log("cleanup: removed " ~ purged ~ " version(s) of " ~ model ~ " closed at or before transaction " ~ cutoff ~ " (transaction " ~ txn_id ~ ")", info=true) }}
+  {{ return(purged) }}
+{% endmacro %}
