@@ -50,7 +50,7 @@ def as_of_answers(case: HistoryCase, versions: list[int]) -> dict[int, list[dict
         name,
         f"""\
         {{{{ config(materialized='table') }}}}
-        {{% for v in var('as_of_versions') %}}
+        {{% for v in var('as_of_versions', [0]) %}}
         select {{{{ v }}}} as `_as_of`, * from {{{{ lakehistory.as_of(ref('{case.name}'), v) }}}}
         {{% if not loop.last %}}union all{{% endif %}}
         {{% endfor %}}
