@@ -10,9 +10,15 @@
 {% macro _apply_history_batch(target, staged, transactions, keys, columns, deleted_column, ordinal, add_columns=[]) %}
   {%- set data_columns = columns | map(attribute='name') | reject('in', keys) | list -%}
   {%- set first_key = columns | selectattr('name', 'equalto', keys[0]) | first -%}
-  {%- set started_at = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
-  {%- set txn_id = (run_query("select coalesce(max(txn_id), 0) + 1 from " ~ transactions).rows[0][0]) | int -%}
+  {#- The next id, and the transaction's time: now, but always after the previous transaction's. -#}
+  {%- set now = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
+  {%- set next = run_query(
+      "select coalesce(max(txn_id), 0) + 1, date_format(greatest(timestamp'" ~ now ~ "',"
+      ~ " max(started_at) + interval 1 millisecond), 'yyyy-MM-dd HH:mm:ss.SSS') from " ~ transactions).rows[0] -%}
+  {%- set txn_id, started_at = next[0] | int, next[1] -%}
+  {%- set version = lakehistory.version_value(txn_id, started_at) -%}
   {%- set open = lakehistory.open_version() -%}
+  {%- set append_only = lakehistory.append_only() -%}
   {%- set value_columns = data_columns + ['_fivetran_start', '_fivetran_end', '_fivetran_active', '_fivetran_synced'] -%}
 
   {%- do lakehistory._drop_temp_views() -%}
@@ -31,7 +37,7 @@
     {%- do added.update({column.name: column.data_type}) -%}
   {%- endfor -%}
   {%- set live_columns = [] -%}
-  {%- for name in keys + value_columns + ['valid_from', 'valid_to'] -%}
+  {%- for name in keys + value_columns + ['valid_from'] -%}
     {%- if name in added -%}
       {%- do live_columns.append('cast(null as ' ~ added[name] ~ ') as ' ~ adapter.quote(name)) -%}
     {%- else -%}
@@ -59,28 +65,29 @@
   {%- call statement('lakehistory_live') -%}
     cache table `__lh_live` as
     select {{ live_columns }}
-    from {{ target }} as t
+    from {{ lakehistory._current_rows(target, keys, in_key_range) }} as t
     left semi join (
         select distinct {{ lakehistory._columns(keys, none) }} from `__lh_batch` where `_lh_kind` in {{ lakehistory._row_kinds() }}
     ) as b
         on {{ lakehistory._join_on('t', 'b', keys) }}
-    where t.`valid_to` = {{ open }} and {{ in_key_range }}
     {%- if truncate_mode in ('hard', 'soft') %}
     union
     -- a truncate (rules 15, 16) reaches the rows synced before its cutoff, whatever their key
     select {{ live_columns }}
-    from {{ target }} as t
+    from {{ lakehistory._current_rows(target, keys) }} as t
     inner join `__lh_batch` as m
         on m.`_lh_kind` = 'batch'
         and t.`_fivetran_synced` < m.`_lh_truncate_before`
-    where t.`valid_to` = {{ open }}{% if truncate_mode == 'soft' %} and t.`_fivetran_active`{% endif %}
+    {%- if truncate_mode == 'soft' %}
+    where t.`_fivetran_active`
+    {%- endif %}
     {%- endif %}
     {%- if schema_changes | length > 0 %}
     union
     -- a schema change (rule 17) reaches every active row
     select {{ live_columns }}
-    from {{ target }} as t
-    where t.`valid_to` = {{ open }} and t.`_fivetran_active`
+    from {{ lakehistory._current_rows(target, keys) }} as t
+    where t.`_fivetran_active`
     {%- endif %}
   {%- endcall -%}
   {%- call statement('lakehistory_new_live') -%}
@@ -139,6 +146,22 @@
     {%- endcall -%}
   {%- endfor -%}
 
+  {%- if append_only -%}
+  {#- Append-only: a new or rewritten row is appended; a row that leaves gets a removal row. -#}
+  {%- call statement('lakehistory_append') -%}
+    insert into {{ target }} ({{ lakehistory._columns(keys + value_columns, none) }}, `valid_from`, `removal`)
+    select {{ lakehistory._columns(keys + value_columns, 'c') }}, {{ version }}, false
+    from `__lh_changes` as c
+    where c.`_lh_action` in ('open', 'replace')
+    union all
+    select {{ lakehistory._columns(keys + value_columns, 'l') }}, {{ version }}, true
+    from `__lh_changes` as c
+    inner join `__lh_live` as l
+        on {{ lakehistory._join_on('l', 'c', keys) }}
+        and l.`_fivetran_start` = c.`_lh_old_start`
+    where c.`_lh_action` = 'close'
+  {%- endcall -%}
+  {%- else -%}
   {%- call statement('lakehistory_merge') -%}
     merge into {{ target }} as t
     using (
@@ -149,18 +172,19 @@
     on s.`_lh_closes`
         and {{ lakehistory._join_on('t', 's', keys) }}
         and t.`_fivetran_start` = s.`_lh_old_start`
-        and t.`valid_to` = {{ open }}
+        and {{ lakehistory.is_current('t') }}
         {%- if truncate_mode not in ('hard', 'soft') and schema_changes | length == 0 %}
         -- every row the batch closes is of its keys: Delta rewrites only the files of that range
         and {{ in_key_range }}
         {%- endif %}
-    when matched then update set t.`valid_to` = {{ txn_id }}
+    when matched then update set t.`valid_to` = {{ version }}
     when not matched and not s.`_lh_closes` then insert (
         {{ lakehistory._columns(keys + value_columns, none) }}, `valid_from`, `valid_to`
     ) values (
-        {{ lakehistory._columns(keys + value_columns, 's') }}, {{ txn_id }}, {{ open }}
+        {{ lakehistory._columns(keys + value_columns, 's') }}, {{ version }}, {{ open }}
     )
   {%- endcall -%}
+  {%- endif -%}
   {%- set delta_version = run_query("describe history " ~ target ~ " limit 1").rows[0][0] | int -%}
 
   {%- call statement('lakehistory_record_transaction') -%}
@@ -196,6 +220,20 @@
         ~ " at the same time. Run history models from one dbt invocation at a time.") }}
   {%- endif -%}
   {%- do lakehistory._drop_temp_views() -%}
+{% endmacro %}
+
+
+{#- The rows of a history table current in transaction time (alias `t` inside `pre_filter`, which
+    may only restrict keys: it applies before an append-only table's latest versions are picked). -#}
+{% macro _current_rows(target, keys, pre_filter='true') %}
+  {%- if lakehistory.append_only() -%}
+    {{- return(
+        "(select * except (`_lh_rank`, `removal`) from (select t.*, row_number() over (partition by "
+        ~ lakehistory._columns(keys + ['_fivetran_start'], 't') ~ " order by t.`valid_from` desc) as `_lh_rank` from "
+        ~ target ~ " as t where " ~ pre_filter ~ ") where `_lh_rank` = 1 and not `removal`)") -}}
+  {%- else -%}
+    {{- return("(select * from " ~ target ~ " as t where " ~ lakehistory.is_current('t') ~ " and " ~ pre_filter ~ ")") -}}
+  {%- endif -%}
 {% endmacro %}
 
 

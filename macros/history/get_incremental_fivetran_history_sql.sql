@@ -43,7 +43,7 @@
   {%- else -%}
     {%- set stored = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
     {%- for name in stored -%}
-      {%- if name not in names and not name.startswith('_fivetran_') and name not in ('valid_from', 'valid_to') -%}
+      {%- if name not in names and not name.startswith('_fivetran_') and name not in ('valid_from', 'valid_to', 'removal') -%}
         {{ exceptions.raise_compiler_error(
             "fivetran_history: " ~ model.name ~ " has column " ~ name ~ ", which the source does not declare and no"
             ~ " landed batch adds (spec rule 17). Declare it in the source's columns with its data_type.") }}
@@ -97,19 +97,21 @@
         `_fivetran_end` timestamp not null,
         `_fivetran_active` boolean not null,
         `_fivetran_synced` timestamp,
-        `valid_from` bigint not null comment 'First transaction this row is part of (inclusive)',
-        `valid_to` bigint not null comment 'Transaction that closed this row (exclusive); open rows hold {{ lakehistory.open_version() }}'
+        {%- set version_type = lakehistory.version_sql_type() %}
+        `valid_from` {{ version_type }} not null comment 'First transaction this row is part of (inclusive)',
+        {%- if lakehistory.append_only() %}
+        `removal` boolean not null comment 'True on a row that records that this (key, _fivetran_start) row left the table at valid_from'
+        {%- else %}
+        `valid_to` {{ version_type }}{% if lakehistory.open_end() == 'max' %} not null{% endif %} comment 'Transaction that closed this row (exclusive); open rows hold {{ lakehistory.open_version() | replace("'", "") }}'
+        {%- endif %}
     )
     using delta
-    cluster by ({% for key in keys %}{{ adapter.quote(key) }}{% if not loop.last %}, {% endif %}{% endfor %})
+    {#- Clustered by key (the merge reads a batch's keys) and by transaction time (as-of reads skip
+        the files of versions closed before the version asked for). -#}
+    {%- set clustering = keys[:3] + (['valid_from'] if lakehistory.append_only() else ['valid_to']) %}
+    cluster by ({{ lakehistory._columns(clustering, none) }})
     tblproperties ('delta.enableDeletionVectors' = 'true')
   {%- endcall -%}
-{% endmacro %}
-
-
-{#- The valid_to of a row that is still current (open in transaction time). -#}
-{% macro open_version() %}
-  {{- return(9223372036854775807) -}}
 {% endmacro %}
 
 

@@ -2,9 +2,10 @@
   Time travel over history tables (any table with `valid_from` / `valid_to` in transaction ids).
 
   A row belongs to the state after transaction v when `valid_from <= v < valid_to`: valid_from is
-  inclusive, valid_to exclusive, and a row still current holds lakehistory.open_version() in
-  valid_to. Every macro returns SQL (a parenthesised subquery or an expression) to put in a FROM
-  clause or a filter; the version may be a literal or any integer SQL expression.
+  inclusive, valid_to exclusive, and a row still current holds the open end (MAX or NULL, see
+  versioning.sql). Versions are transaction ids or times (var lakehistory_version_type). Every
+  macro returns SQL (a parenthesised subquery or an expression) to put in a FROM clause or a
+  filter; the version may be a literal or any SQL expression of the version type.
 
       select * from {{ lakehistory.as_of(ref('meta_station_history'), 12) }}
       select * from {{ lakehistory.as_of_time(ref('meta_station_history'), "timestamp'2024-05-01 00:00:00'") }}
@@ -18,15 +19,65 @@
 
 {#- The rows of `relation` in the state after transaction `version` (without valid_from/valid_to). -#}
 {% macro as_of(relation, version) %}
-  {{- return("(select * except (`valid_from`, `valid_to`) from " ~ relation ~ " where "
+  {{- return("(select * except (`valid_from`, `valid_to`) from " ~ lakehistory.versioned(relation) ~ " where "
       ~ lakehistory.as_of_filter(version) ~ ")") -}}
 {% endmacro %}
 
 
-{#- The filter behind as_of, for a row alias: `valid_from <= v and v < valid_to`. -#}
+{#- The current rows of `relation` (the Fivetran history-mode table), without valid_from/valid_to. -#}
+{% macro current(relation) %}
+  {{- return("(select * except (`valid_from`, `valid_to`) from " ~ lakehistory.versioned(relation) ~ " where "
+      ~ lakehistory.valid_to_sql() ~ " = " ~ lakehistory.end_of_time() ~ ")") -}}
+{% endmacro %}
+
+
+{#- The filter behind as_of, for a row alias: `valid_from <= v and v < valid_to`. With the default
+    open end (MAX) both are plain range predicates, so Delta skips files by their statistics. -#}
 {% macro as_of_filter(version, alias=none) %}
   {%- set p = (alias ~ '.') if alias else '' -%}
-  {{- return(p ~ "`valid_from` <= (" ~ version ~ ") and (" ~ version ~ ") < " ~ p ~ "`valid_to`") -}}
+  {{- return(p ~ "`valid_from` <= (" ~ version ~ ") and (" ~ version ~ ") < " ~ lakehistory.valid_to_sql(alias)) -}}
+{% endmacro %}
+
+
+{#- valid_to as SQL, an open end read as the end of time (NULL open ends need the coalesce). -#}
+{% macro valid_to_sql(alias=none) %}
+  {%- set column = ((alias ~ '.') if alias else '') ~ '`valid_to`' -%}
+  {%- if lakehistory.open_end() == 'null' or lakehistory.append_only() -%}
+    {{- return('coalesce(' ~ column ~ ', ' ~ lakehistory.end_of_time() ~ ')') -}}
+  {%- endif -%}
+  {{- return(column) -}}
+{% endmacro %}
+
+
+{#- The largest version: what an open valid_to means. -#}
+{% macro end_of_time() %}
+  {{- return(9223372036854775807 if lakehistory.version_type() == 'integer' else "timestamp'9999-12-31 23:59:59.999999'") -}}
+{% endmacro %}
+
+
+{#- A history table with valid_from and valid_to. An append-only table (valid_from only, removal
+    rows) gets its valid_to from the next version of the same (key, _fivetran_start) row; its
+    removal rows then drop out. -#}
+{% macro versioned(relation) %}
+  {%- if not lakehistory.append_only() or not execute -%}
+    {{- return(relation) -}}
+  {%- endif -%}
+  {%- set keys = lakehistory.history_keys(relation) + ['_fivetran_start'] -%}
+  {{- return(
+      "(select * except (`removal`) from (select *, lead(`valid_from`) over (partition by "
+      ~ lakehistory._columns(keys, none) ~ " order by `valid_from`) as `valid_to` from " ~ relation
+      ~ ") where not `removal`)") -}}
+{% endmacro %}
+
+
+{#- The source key of a history table of this project, from its model's unique_key. -#}
+{% macro history_keys(relation) %}
+  {%- for node in lakehistory.history_nodes() -%}
+    {%- if node.alias == relation.identifier and node.schema == relation.schema -%}
+      {{- return(lakehistory._as_list(node.config.get('unique_key'))) -}}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ exceptions.raise_compiler_error(relation ~ " is not a history table of this project (incremental_strategy='fivetran_history')") }}
 {% endmacro %}
 
 
@@ -39,15 +90,21 @@
 
 {#- SQL for the last transaction committed at or before `at` (0 before the first one). -#}
 {% macro version_at_sql(at) %}
-  {{- return("(select coalesce(max(`txn_id`), 0) from " ~ lakehistory.transactions_relation()
+  {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
+  {%- set none_yet = '0' if lakehistory.version_type() == 'integer' else "timestamp'0001-01-01 00:00:00'" -%}
+  {{- return("(select coalesce(max(`" ~ version ~ "`), " ~ none_yet ~ ") from " ~ lakehistory.transactions_relation()
       ~ " where `committed_at` <= (" ~ at ~ "))") -}}
 {% endmacro %}
 
 
-{#- The same, as a number, read when the macro runs (for one consistent cut of several tables). -#}
+{#- The same, as a SQL literal, read when the macro runs (for one consistent cut of several tables). -#}
 {% macro version_at(at) %}
   {%- if not execute -%}{{ return(0) }}{%- endif -%}
-  {{- return(run_query("select " ~ lakehistory.version_at_sql(at)).rows[0][0] | int) -}}
+  {%- if lakehistory.version_type() == 'integer' -%}
+    {{- return(run_query("select " ~ lakehistory.version_at_sql(at)).rows[0][0] | int) -}}
+  {%- endif -%}
+  {%- set text = run_query("select date_format(" ~ lakehistory.version_at_sql(at) ~ ", 'yyyy-MM-dd HH:mm:ss.SSSSSS')").rows[0][0] -%}
+  {{- return("timestamp'" ~ text ~ "'") -}}
 {% endmacro %}
 
 
@@ -78,12 +135,12 @@
 -#}
 {% macro history(relation, form, a=none, b=none, clock='transaction', version=none) %}
   {%- if clock == 'transaction' -%}
-    {%- set lo, hi, lo_closed = '`valid_from`', '`valid_to`', false -%}
+    {%- set lo, hi, lo_closed = '`valid_from`', lakehistory.valid_to_sql(), false -%}
     {%- set known = 'true' -%}
   {%- elif clock == 'valid' -%}
     {%- set lo, hi, lo_closed = '`_fivetran_start`', '`_fivetran_end`', true -%}
     {%- set known = lakehistory.as_of_filter(version) if version is not none
-        else '`valid_to` = ' ~ lakehistory.open_version() -%}
+        else lakehistory.valid_to_sql() ~ ' = ' ~ lakehistory.end_of_time() -%}
   {%- else -%}
     {{ exceptions.raise_compiler_error("history(): clock must be 'transaction' or 'valid', not " ~ clock) }}
   {%- endif -%}
@@ -107,7 +164,7 @@
   {%- else -%}
     {%- set period = 'true' -%}
   {%- endif -%}
-  {{- return("(select * from " ~ relation ~ " where (" ~ known ~ ") and (" ~ period ~ "))") -}}
+  {{- return("(select * from " ~ lakehistory.versioned(relation) ~ " where (" ~ known ~ ") and (" ~ period ~ "))") -}}
 {% endmacro %}
 
 
@@ -118,8 +175,14 @@
   project (table_name, version).
 -#}
 {% macro current_version(relation) %}
-  {{- return("(select coalesce(greatest(max(`valid_from`), max(nullif(`valid_to`, " ~ lakehistory.open_version()
-      ~ "))), " ~ var('lakehistory_empty_version', 0) ~ ") from " ~ relation ~ ")") -}}
+  {%- set empty = var('lakehistory_empty_version', 0 if lakehistory.version_type() == 'integer' else '0001-01-01 00:00:00') -%}
+  {%- set empty = empty if lakehistory.version_type() == 'integer' else "timestamp'" ~ empty ~ "'" -%}
+  {%- if lakehistory.append_only() -%}
+    {#- a removal row is a transaction too: every row has valid_from only -#}
+    {{- return("(select coalesce(max(`valid_from`), " ~ empty ~ ") from " ~ relation ~ ")") -}}
+  {%- endif -%}
+  {{- return("(select coalesce(greatest(max(`valid_from`), max(nullif(`valid_to`, " ~ lakehistory.end_of_time()
+      ~ "))), " ~ empty ~ ") from " ~ relation ~ ")") -}}
 {% endmacro %}
 
 
@@ -139,6 +202,7 @@
 {#- The project's history tables: models built by the fivetran_history strategy. -#}
 {% macro history_nodes() %}
   {%- set nodes = [] -%}
+  {%- if not execute -%}{{ return(nodes) }}{%- endif -%}
   {%- for node in graph.nodes.values() -%}
     {%- if node.resource_type == 'model' and node.config.get('incremental_strategy') == 'fivetran_history' -%}
       {%- do nodes.append(node) -%}

@@ -24,24 +24,45 @@
   {%- set target = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) -%}
   {%- set transactions = lakehistory.ensure_transactions_table() -%}
   {%- set last = run_query("select coalesce(max(txn_id), 0) from " ~ transactions).rows[0][0] | int -%}
-  {%- if before_version is not none -%}
-    {%- set cutoff = before_version | int -%}
-  {%- else -%}
+  {%- if before is not none -%}
     {%- set instant = modules.datetime.datetime.fromisoformat(before | string) -%}
     {%- set cutoff = lakehistory.version_at("timestamp'" ~ instant.isoformat(sep=' ') ~ "'") -%}
-  {%- endif -%}
-  {%- if cutoff > last -%}
-    {{ exceptions.raise_compiler_error("cleanup: version " ~ cutoff ~ " is after the last transaction " ~ last) }}
+  {%- elif lakehistory.version_type() == 'integer' -%}
+    {%- set cutoff = before_version | int -%}
+    {%- if cutoff > last -%}
+      {{ exceptions.raise_compiler_error("cleanup: version " ~ cutoff ~ " is after the last transaction " ~ last) }}
+    {%- endif -%}
+  {%- else -%}
+    {%- set cutoff = "timestamp'" ~ modules.datetime.datetime.fromisoformat(before_version | string).isoformat(sep=' ') ~ "'" -%}
   {%- endif -%}
   {%- set started_at = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
-  {%- set purged = run_query("select count(*) from " ~ target ~ " where `valid_to` <= " ~ cutoff).rows[0][0] | int -%}
+  {#- The versions no answer at or after the cutoff needs (an append-only table: superseded rows). -#}
+  {%- if lakehistory.append_only() -%}
+    {%- set keys = lakehistory.history_keys(target) + ['_fivetran_start'] -%}
+    {%- set doomed -%}
+      select {{ lakehistory._columns(keys, none) }}, `valid_from` from (
+          select *, lead(`valid_from`) over (partition by {{ lakehistory._columns(keys, none) }} order by `valid_from`) as `_lh_next`
+          from {{ target }}
+      ) where `_lh_next` <= {{ cutoff }}
+    {%- endset -%}
+  {%- else -%}
+    {%- set doomed = "select * from " ~ target ~ " where `valid_to` <= " ~ cutoff -%}
+  {%- endif -%}
+  {%- set purged = run_query("select count(*) from (" ~ doomed ~ ")").rows[0][0] | int -%}
   {%- if purged == 0 -%}
     {{ log("cleanup: " ~ model ~ " holds no version closed at or before transaction " ~ cutoff ~ "; nothing to do", info=true) }}
     {{ return(0) }}
   {%- endif -%}
   {%- set txn_id = last + 1 -%}
   {%- call statement('lakehistory_cleanup') -%}
+    {%- if lakehistory.append_only() %}
+    merge into {{ target }} as t
+    using ({{ doomed }}) as d
+    on {{ lakehistory._join_on('t', 'd', keys) }} and t.`valid_from` = d.`valid_from`
+    when matched then delete
+    {%- else %}
     delete from {{ target }} where `valid_to` <= {{ cutoff }}
+    {%- endif %}
   {%- endcall -%}
   {%- set delta_version = run_query("describe history " ~ target ~ " limit 1").rows[0][0] | int -%}
   {%- call statement('lakehistory_record_cleanup') -%}
@@ -60,7 +81,7 @@
         null,
         current_user(),
         'lakehistory.cleanup',
-        'versions closed at or before transaction {{ cutoff }} removed',
+        'versions closed at or before version {{ cutoff | replace("'", "") }} removed',
         timestamp'{{ started_at }}',
         current_timestamp(),
         0,

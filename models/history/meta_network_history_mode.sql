@@ -1,4 +1,2 @@
 -- meta_network as Fivetran's history mode shows it: every valid-time version, as of the latest transaction.
-select * except (valid_from, valid_to)
-from {{ ref('meta_network_history') }}
-where valid_to = {{ lakehistory.open_version() }}
+select * from {{ lakehistory.current(ref('meta_network_history')) }}

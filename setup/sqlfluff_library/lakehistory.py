@@ -10,5 +10,30 @@ def landing_batches(source_name: str, table_name: str) -> str:
     return f"`__lakehistory_pending__{source_name}__{table_name}`"
 
 
-def open_version() -> int:
-    return 9223372036854775807
+# Time travel (macros/time_travel): each returns a relation to select from, or a version.
+def as_of(relation, version) -> str:
+    return "`lakehistory_as_of`"
+
+
+def current(relation) -> str:
+    return "`lakehistory_current`"
+
+
+def history(relation, form, a=None, b=None, clock="transaction", version=None) -> str:
+    return "`lakehistory_history`"
+
+
+def current_versions() -> str:
+    return "`lakehistory_current_versions`"
+
+
+def current_version(relation) -> str:
+    return "(select 0)"
+
+
+def version_at(at) -> int:
+    return 0
+
+
+def transactions_relation() -> str:
+    return "`lakehistory_transactions`"

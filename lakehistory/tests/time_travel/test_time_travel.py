@@ -31,9 +31,21 @@ SUPERSET = [
 DATABASE_ID = 0xABCDEF0123  # 40 bits
 
 
-@pytest.fixture(scope="module")
-def project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
-    project = DbtProject(copy_project(tmp_path_factory.mktemp("time_travel")), unique_schema("time_travel"))
+# Every way a project may write transaction time (var values), the default first.
+CONFIGS = {
+    "integer_max": {},
+    "timestamp_max": {"lakehistory_version_type": "timestamp"},
+    "integer_null": {"lakehistory_open_end": "null"},
+    "timestamp_null": {"lakehistory_version_type": "timestamp", "lakehistory_open_end": "null"},
+    "append_only": {"lakehistory_append_only": True},
+}
+
+
+def configured_project(base: Path, label: str, config: dict) -> DbtProject:
+    project = DbtProject(copy_project(base), unique_schema(f"time_travel_{label}"))
+    if config:
+        with (project.project_dir / "dbt_project.yml").open("a") as f:
+            f.write("\nvars:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in config.items()))
     project.landing.mkdir()
     return project
 
@@ -42,36 +54,54 @@ def write_model(project: DbtProject, name: str, sql: str) -> None:
     (project.project_dir / "models" / "under_test" / f"{name}.sql").write_text(textwrap.dedent(sql))
 
 
-def as_of_answers(case: HistoryCase, versions: list[int]) -> dict[int, list[dict]]:
-    """The table as of each version, through lakehistory.as_of in one dbt model."""
+def as_of_answers(case: HistoryCase, versions: list[str]) -> list[list[dict]]:
+    """The table as of each version (SQL literals), through lakehistory.as_of in one dbt model;
+    the last answer is lakehistory.current."""
     name = f"{case.name}_as_of"
     write_model(
         case.project,
         name,
         f"""\
         {{{{ config(materialized='table') }}}}
-        {{% for v in var('as_of_versions', [0]) %}}
-        select {{{{ v }}}} as `_as_of`, * from {{{{ lakehistory.as_of(ref('{case.name}'), v) }}}}
-        {{% if not loop.last %}}union all{{% endif %}}
+        {{% for v in var('as_of_versions', ['0']) %}}
+        select {{{{ loop.index0 }}}} as `_as_of`, * from {{{{ lakehistory.as_of(ref('{case.name}'), v) }}}}
+        union all
         {{% endfor %}}
+        select -1 as `_as_of`, * from {{{{ lakehistory.current(ref('{case.name}')) }}}}
         """,
     )
     case.project.run_ok("run", "--select", name, vars={"as_of_versions": versions})
-    answers: dict[int, list[dict]] = {v: [] for v in versions}
+    answers: list[list[dict]] = [[] for _ in range(len(versions) + 1)]
     for r in case.project.rows(f"select * from {{schema}}.`{name}`"):
         answers[r.pop("_as_of")].append(normalize(r))
-    return {v: sorted(rows, key=lambda r: json.dumps(r, default=str, sort_keys=True)) for v, rows in answers.items()}
+    return [sorted(rows, key=lambda r: json.dumps(r, default=str, sort_keys=True)) for rows in answers]
+
+
+def transactions(project: DbtProject) -> list[dict]:
+    return project.rows("select * from {schema}.lakehistory_transactions order by txn_id")
 
 
 def all_txn_ids(project: DbtProject) -> list[int]:
-    return [r["txn_id"] for r in project.rows("select txn_id from {schema}.lakehistory_transactions order by txn_id")]
+    return [t["txn_id"] for t in transactions(project)]
 
 
-def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup(project: DbtProject) -> None:
+@pytest.mark.parametrize("label", list(CONFIGS))
+def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup(
+    lakehouse: Path, tmp_path_factory: pytest.TempPathFactory, label: str
+) -> None:
+    project = configured_project(tmp_path_factory.mktemp(label), label, CONFIGS[label])
+    timestamps = "timestamp" in label
     counter = iter(range(100))
 
+    def literal(txn: dict, shift_ms: int = 0) -> str:
+        """The transaction's version as SQL (for time versions, shifted by some milliseconds)."""
+        if not timestamps:
+            return str(txn["txn_id"])
+        instant = txn["started_at"] + dt.timedelta(milliseconds=shift_ms)
+        return f"timestamp'{instant.isoformat(sep=' ')}'"
+
     @settings(
-        max_examples=2,
+        max_examples=2 if label == "integer_max" else 1,
         deadline=None,
         derandomize=True,
         phases=[Phase.explicit, Phase.generate],
@@ -93,15 +123,20 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
             case.run()  # one batch per run: other tables' transactions may come in between
             reference = apply_batch(reference, padded)
             states.append((case.transactions()[-1]["txn_id"], case.expected(reference)))
-        versions = list(range(0, max(all_txn_ids(project)) + 1))
-
-        def expected_at(v: int) -> list:
-            known = [state for txn, state in states if txn <= v]
-            return known[-1] if known else []
-
+        txns = transactions(project)
+        # every transaction of the project, and for time versions also an instant just before each
+        versions = ["0"] if not timestamps else [f"timestamp'{txns[0]['started_at'] - ONE_MS}'"]
+        expected = [[]]
+        for t in txns:
+            if timestamps:
+                versions.append(literal(t, -1))
+                expected.append(_state_at(states, t["txn_id"] - 1))
+            versions.append(literal(t))
+            expected.append(_state_at(states, t["txn_id"]))
         answers = as_of_answers(case, versions)
-        for v in versions:
-            assert answers[v] == expected_at(v), f"as of version {v}"
+        for v, want, got in zip(versions, expected, answers, strict=False):
+            assert got == want, f"as of {v}"
+        assert answers[-1] == case.expected(reference), "lakehistory.current"
 
         # Delta's VACUUM removes the files of old table versions; the emulated history stays.
         spark = project.spark
@@ -110,20 +145,24 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
         assert as_of_answers(case, versions) == answers, "VACUUM changed an as-of answer"
 
         # Cleanup before the table's middle transaction keeps every answer from there on.
-        cutoff = states[len(states) // 2][0]
-        current = case.fivetran_rows()
+        middle = next(t for t in txns if t["txn_id"] == states[len(states) // 2][0])
+        cutoff = middle["txn_id"] if not timestamps else middle["started_at"].isoformat(sep=" ")
         project.run_ok(
             "run-operation", "lakehistory.cleanup", "--args", json.dumps({"model": case.name, "before_version": cutoff})
         )
-        assert case.fivetran_rows() == current, "cleanup touched a current row"
-        assert all(r["valid_to"] > cutoff for r in case.physical_rows())
-        later = [v for v in versions if v >= cutoff]
-        after = as_of_answers(case, later)
-        assert after == {v: answers[v] for v in later}
+        keep = [i for i, v in enumerate(versions) if i > 0 and versions.index(literal(middle)) <= i]
+        after = as_of_answers(case, [versions[i] for i in keep])
+        assert after[:-1] == [answers[i] for i in keep], "cleanup changed an answer at or after its cutoff"
+        assert after[-1] == answers[-1], "cleanup touched a current row"
         ids = all_txn_ids(project)
         assert ids == list(range(1, len(ids) + 1)), "transaction ids have a gap"
 
     check()
+
+
+def _state_at(states: list[tuple[int, list]], txn_id: int) -> list:
+    known = [state for txn, state in states if txn <= txn_id]
+    return known[-1] if known else []
 
 
 def _fill(rows: list[dict], columns: list[Column]) -> list[dict]:
