@@ -17,6 +17,15 @@ from lakehistory.landing.writer import write_batch
 OPEN = 9223372036854775807
 SOURCE = "test_landing"
 SYSTEM = (START, END, ACTIVE, SYNCED)
+# Every data column a random stream (oracle.streams) may draw: one declaration fits any stream.
+SUPERSET = [
+    Column("s_text", "string"),
+    Column("n_big", "bigint"),
+    Column("d_dbl", "double"),
+    Column("b_flag", "boolean"),
+    Column("t_ts", "timestamp"),
+    Column("deleted", "boolean"),
+]
 
 
 @dataclasses.dataclass

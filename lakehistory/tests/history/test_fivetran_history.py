@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
-from history_case import OPEN, HistoryCase, pad
+from history_case import OPEN, SUPERSET, HistoryCase, pad
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -174,14 +174,6 @@ def test_seed_deletes_example(project: DbtProject) -> None:
 
 # --- random streams against the reference model -------------------------------------------
 
-SUPERSET = [
-    Column("s_text", "string"),
-    Column("n_big", "bigint"),
-    Column("d_dbl", "double"),
-    Column("b_flag", "boolean"),
-    Column("t_ts", "timestamp"),
-    Column("deleted", "boolean"),
-]
 WRITER_OPTIONS = st.fixed_dictionaries(
     {
         "file_format": st.sampled_from(["csv", "parquet"]),

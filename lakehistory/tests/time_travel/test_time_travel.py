@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from history_case import HistoryCase, normalize
+from history_case import SUPERSET, HistoryCase, normalize, pad
 from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, unique_schema
@@ -20,14 +20,6 @@ from lakehistory.landing.batch import ONE_MS, TMAX, Batch, Column
 from oracle.fivetran import apply_batch
 from oracle.streams import batch_streams
 
-SUPERSET = [
-    Column("s_text", "string"),
-    Column("n_big", "bigint"),
-    Column("d_dbl", "double"),
-    Column("b_flag", "boolean"),
-    Column("t_ts", "timestamp"),
-    Column("deleted", "boolean"),
-]
 DATABASE_ID = 0xABCDEF0123  # 40 bits
 
 
@@ -116,9 +108,7 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
         states: list[tuple[int, list]] = []
         reference: list = []
         for b in batches:
-            padded = dataclasses.replace(
-                b, columns=columns, replace=_fill(b.replace, columns), update=_fill(b.update, columns)
-            )
+            padded = pad(b, columns)
             case.land(padded)
             case.run()  # one batch per run: other tables' transactions may come in between
             reference = apply_batch(reference, padded)
@@ -163,10 +153,6 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
 def _state_at(states: list[tuple[int, list]], txn_id: int) -> list:
     known = [state for txn, state in states if txn <= txn_id]
     return known[-1] if known else []
-
-
-def _fill(rows: list[dict], columns: list[Column]) -> list[dict]:
-    return [{**{c.name: None for c in columns}, **r} for r in rows]
 
 
 # --- SQL:2011 forms on hand-checked fixtures ---------------------------------------------------
