@@ -14,7 +14,8 @@ demo: setup
 		--scale 50 --syncs 4 --seed 42 --tables meta_network,meta_station
 	$(DBT) build --profiles-dir .
 	@# time travel on what was just built: every table's version, and a consistent cut
-	$(DBT) show --profiles-dir . --select table_versions stations_as_of_version --limit 10
+	$(DBT) show --profiles-dir . --select table_versions
+	$(DBT) show --profiles-dir . --select stations_as_of_version --limit 10
 
 test: lint test-python test-connect
 

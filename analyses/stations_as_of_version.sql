@@ -1,7 +1,9 @@
 -- Stations and their networks as the project knew them after one transaction: a consistent cut of
 -- two history tables at the same version. Change `version` to any transaction id of
 -- lakehistory_transactions (or use version_at for an instant, see stations_as_known_at.sql).
-{% set version = 3 %}
+-- In the demo, transactions 1-4 are meta_network's batches and 5-8 meta_station's: 6 is the
+-- state after meta_station's second batch.
+{% set version = 6 %}
 select
     s.station_id,
     s.native_id,
