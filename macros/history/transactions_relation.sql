@@ -36,5 +36,12 @@
         delta_version bigint not null comment 'The Delta version of the history table this transaction committed'
     ) using delta
   {%- endcall -%}
+  {#- A table made by an earlier layout (before operation and rows_purged) cannot take new rows. -#}
+  {%- set stored = adapter.get_columns_in_relation(relation) | map(attribute='name') | list -%}
+  {%- if 'operation' not in stored or 'rows_purged' not in stored -%}
+    {{ exceptions.raise_compiler_error(
+        relation ~ " was made by an earlier version of lakehistory (it lacks operation and rows_purged)."
+        ~ " Rebuild from the landed batches: drop it and the history tables (for the demo: make clean), then run dbt build.") }}
+  {%- endif -%}
   {{ return(relation) }}
 {% endmacro %}

@@ -27,7 +27,16 @@
 {#- The current rows of `relation` (the Fivetran history-mode table), without valid_from/valid_to. -#}
 {% macro current(relation) %}
   {{- return("(select * except (`valid_from`, `valid_to`) from " ~ lakehistory.versioned(relation) ~ " where "
-      ~ lakehistory.valid_to_sql() ~ " = " ~ lakehistory.end_of_time() ~ ")") -}}
+      ~ lakehistory._open_sql() ~ ")") -}}
+{% endmacro %}
+
+
+{#- The row is open in transaction time (valid_to is the open end). -#}
+{% macro _open_sql() %}
+  {%- if lakehistory.open_end() == 'null' or lakehistory.append_only() -%}
+    {{- return('`valid_to` is null') -}}
+  {%- endif -%}
+  {{- return('`valid_to` = ' ~ lakehistory.end_of_time()) -}}
 {% endmacro %}
 
 
@@ -140,7 +149,7 @@
   {%- elif clock == 'valid' -%}
     {%- set lo, hi, lo_closed = '`_fivetran_start`', '`_fivetran_end`', true -%}
     {%- set known = lakehistory.as_of_filter(version) if version is not none
-        else lakehistory.valid_to_sql() ~ ' = ' ~ lakehistory.end_of_time() -%}
+        else lakehistory._open_sql() -%}
   {%- else -%}
     {{ exceptions.raise_compiler_error("history(): clock must be 'transaction' or 'valid', not " ~ clock) }}
   {%- endif -%}

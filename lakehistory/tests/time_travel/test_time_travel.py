@@ -357,3 +357,20 @@ def test_failed_batch_leaves_no_gap_and_uuids_decode(dbt_project: DbtProject) ->
             "object_type": 0,
             "database_id": DATABASE_ID,
         }
+
+
+def test_transactions_table_of_an_earlier_layout_is_refused(dbt_project: DbtProject) -> None:
+    dbt_project.landing.mkdir()
+    case = HistoryCase(dbt_project, "ledger", COLS, ["id"])
+    spark = dbt_project.spark
+    spark.sql(f"create schema if not exists `{dbt_project.schema}`")
+    spark.sql(  # the first release's layout: no operation, no rows_purged
+        f"create table {dbt_project.table('lakehistory_transactions')} (txn_id bigint, txn_uuid string, "
+        "source_table string, history_table string, batch_id string, batch_sequence bigint) using delta"
+    )
+    case.land(
+        Batch(table="ledger", batch_id="000001", sequence=1, key=["id"], columns=COLS, replace=[version(1, "a", T0)])
+    )
+    error = case.run_fails()
+    assert "made by an earlier version of lakehistory" in error and "lakehistory_transactions" in error
+    assert not case.exists() or case.physical_rows() == []

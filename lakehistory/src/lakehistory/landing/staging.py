@@ -24,6 +24,19 @@ from .batch import ACTIVE, EARLIEST, END, START, SYNCED, Column
 
 KINDS = ("replace", "update", "delete", "earliest")
 SCHEMA_OPS = ("add_column", "drop_column")
+# What every staged row of a batch repeats from its manifest.
+BATCH_META = (
+    "_lh_source_table",
+    "_lh_batch_id",
+    "_lh_sequence",
+    "_lh_has_earliest_file",
+    "_lh_deleted_column",
+    "_lh_author",
+    "_lh_app_id",
+    "_lh_commit_message",
+    "_lh_truncate_mode",
+    "_lh_truncate_before",
+)
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
 INTEGER_TYPES = {"tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte"}
 
@@ -200,8 +213,6 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
         raise _fail(folder, f"key {manifest['key']} does not match the table's key {list(spec.key)}")
     if manifest["null_string"] == manifest["unmodified_string"]:
         raise _fail(folder, "null_string and unmodified_string must differ")
-    for index, change in enumerate(manifest.get("schema_changes") or [], start=1):
-        _check_schema_change(folder, index, change, spec)
     truncate = manifest.get("truncate")
     if truncate and (truncate.get("mode") not in ("hard", "soft") or not truncate.get("before")):
         raise _fail(folder, f"truncate needs mode 'hard' or 'soft' and a 'before' timestamp, not {truncate}")
@@ -555,23 +566,7 @@ def _schema_change_rows(spark: SparkSession, spec: TableSpec, pending: list[dict
         "_lh_ordinal bigint, _lh_row bigint, _lh_change_op string, _lh_change_column string, "
         "_lh_default string, _lh_at string",
     )
-    meta = _batch_markers(spark, spec, pending).select(
-        "_lh_ordinal",
-        *[
-            n
-            for n in META_COLUMNS
-            if n
-            not in (
-                "_lh_ordinal",
-                "_lh_kind",
-                "_lh_row",
-                "_lh_change_op",
-                "_lh_change_column",
-                "_lh_file",
-                "_lh_unmodified",
-            )
-        ],
-    )
+    meta = _batch_markers(spark, spec, pending).select("_lh_ordinal", *BATCH_META)
     at = F.col("_lh_at").cast("timestamp")
     types = {c.name: c.type for c in spec.columns}
     target = {
@@ -656,7 +651,7 @@ def stage_pending_batches(
     `_lh_ordinal` numbers the pending batches 1, 2, ... in the order they must be applied."""
     manifests = read_manifests(spark, landing_root, spec.table)
     applied = applied_batches(spark, transactions, spec.table)
-    spec = with_migrations(spec, manifests)
+    spec = with_migrations(spec, manifests)  # also checks every schema change
     pending = pending_manifests(manifests, spec, applied)
     if not pending:
         return spark.createDataFrame([], spec.staged_schema())
