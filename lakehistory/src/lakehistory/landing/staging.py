@@ -24,7 +24,8 @@ from .batch import ACTIVE, EARLIEST, END, START, SYNCED, Column
 
 KINDS = ("replace", "update", "delete", "earliest")
 SCHEMA_OPS = ("add_column", "drop_column")
-# What every staged row of a batch repeats from its manifest.
+# Staging adds `_lh_*` columns to every row (see TableSpec.staged_schema); the history merge reads
+# them and the history table never stores them. These repeat the batch's manifest on each row.
 BATCH_META = (
     "_lh_source_table",
     "_lh_batch_id",
@@ -40,26 +41,6 @@ BATCH_META = (
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
 INTEGER_TYPES = {"tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte"}
 
-# Columns staging adds to every row; the history merge reads them, the history table never stores them.
-META_COLUMNS = (
-    "_lh_unmodified",
-    "_lh_source_table",
-    "_lh_kind",
-    "_lh_batch_id",
-    "_lh_sequence",
-    "_lh_ordinal",
-    "_lh_has_earliest_file",
-    "_lh_deleted_column",
-    "_lh_author",
-    "_lh_app_id",
-    "_lh_commit_message",
-    "_lh_truncate_mode",
-    "_lh_truncate_before",
-    "_lh_change_op",
-    "_lh_change_column",
-    "_lh_file",
-    "_lh_row",
-)
 
 MANIFEST_SCHEMA = StructType(
     [
