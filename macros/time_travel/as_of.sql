@@ -27,16 +27,7 @@
 {#- The current rows of `relation` (the Fivetran history-mode table), without valid_from/valid_to. -#}
 {% macro current(relation) %}
   {{- return("(select * except (`valid_from`, `valid_to`) from " ~ lakehistory.versioned(relation) ~ " where "
-      ~ lakehistory._open_sql() ~ ")") -}}
-{% endmacro %}
-
-
-{#- The row is open in transaction time (valid_to is the open end). -#}
-{% macro _open_sql() %}
-  {%- if lakehistory.open_end() == 'null' or lakehistory.append_only() -%}
-    {{- return('`valid_to` is null') -}}
-  {%- endif -%}
-  {{- return('`valid_to` = ' ~ lakehistory.end_of_time()) -}}
+      ~ lakehistory.is_current() ~ ")") -}}
 {% endmacro %}
 
 
@@ -55,12 +46,6 @@
     {{- return('coalesce(' ~ column ~ ', ' ~ lakehistory.end_of_time() ~ ')') -}}
   {%- endif -%}
   {{- return(column) -}}
-{% endmacro %}
-
-
-{#- The largest version: what an open valid_to means. -#}
-{% macro end_of_time() %}
-  {{- return(9223372036854775807 if lakehistory.version_type() == 'integer' else "timestamp'9999-12-31 23:59:59.999999'") -}}
 {% endmacro %}
 
 
@@ -149,7 +134,7 @@
   {%- elif clock == 'valid' -%}
     {%- set lo, hi, lo_closed = '`_fivetran_start`', '`_fivetran_end`', true -%}
     {%- set known = lakehistory.as_of_filter(version) if version is not none
-        else lakehistory._open_sql() -%}
+        else lakehistory.is_current() -%}
   {%- else -%}
     {{ exceptions.raise_compiler_error("history(): clock must be 'transaction' or 'valid', not " ~ clock) }}
   {%- endif -%}

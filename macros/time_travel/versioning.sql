@@ -43,28 +43,26 @@
 {% endmacro %}
 
 
-{#- The valid_to of a row that is still current (open in transaction time), as SQL. -#}
-{% macro open_version() %}
-  {%- if lakehistory.open_end() == 'null' -%}
-    {{- return('null') -}}
-  {%- elif lakehistory.version_type() == 'integer' -%}
-    {{- return(9223372036854775807) -}}
-  {%- else -%}
-    {{- return("timestamp'9999-12-31 23:59:59.999999'") -}}
-  {%- endif -%}
+{#- The largest version: what an open valid_to means. -#}
+{% macro end_of_time() %}
+  {{- return(9223372036854775807 if lakehistory.version_type() == 'integer' else "timestamp'9999-12-31 23:59:59.999999'") -}}
 {% endmacro %}
 
 
-{#- A predicate: the row (alias or none) is current in transaction time. -#}
+{#- The valid_to a current row is written with, as SQL. -#}
+{% macro open_version() %}
+  {{- return('null' if lakehistory.open_end() == 'null' else lakehistory.end_of_time()) -}}
+{% endmacro %}
+
+
+{#- A predicate: the row (alias or none) is current in transaction time. For an append-only table
+    it applies to lakehistory.versioned(relation), whose derived valid_to is NULL while open. -#}
 {% macro is_current(alias=none) %}
-  {%- set p = (alias ~ '.') if alias else '' -%}
-  {%- if lakehistory.append_only() -%}
-    {{ exceptions.raise_compiler_error("append-only history tables have no valid_to: use lakehistory.as_of(relation, lakehistory.current_version(relation))") }}
-  {%- elif lakehistory.open_end() == 'null' -%}
-    {{- return(p ~ '`valid_to` is null') -}}
-  {%- else -%}
-    {{- return(p ~ '`valid_to` = ' ~ lakehistory.open_version()) -}}
+  {%- set column = ((alias ~ '.') if alias else '') ~ '`valid_to`' -%}
+  {%- if lakehistory.open_end() == 'null' or lakehistory.append_only() -%}
+    {{- return(column ~ ' is null') -}}
   {%- endif -%}
+  {{- return(column ~ ' = ' ~ lakehistory.end_of_time()) -}}
 {% endmacro %}
 
 
