@@ -15,7 +15,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from lakehistory.generator import GeneratorConfig, SourceSimulator, generate
+from lakehistory.generator import GeneratorConfig, SourceSimulator, generate, landed_syncs
 from lakehistory.generator.batches import TMAX_MS, key_intervals, ms_to_dt, to_ms, to_python
 from lakehistory.generator.domain import OBS_RAW, TABLE_NAMES, TABLES, domain_as_dict, get_table
 from lakehistory.landing.batch import ACTIVE, END, ONE_MS, START, SYNCED, TMAX, UNMODIFIED, Batch
@@ -141,14 +141,55 @@ def test_same_seed_same_batches_other_seed_other_batches():
     assert a != c
 
 
+def assert_same_tree(one, two) -> None:
+    """The same files under both roots, byte for byte."""
+    files = sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
+    assert files
+    assert files == sorted(p.relative_to(two) for p in two.rglob("*") if p.is_file())
+    for f in files:
+        assert (one / f).read_bytes() == (two / f).read_bytes(), f
+
+
 def test_landing_is_byte_identical_for_a_seed(tmp_path):
     pytest.importorskip("lakehistory.landing.writer")
     for name in ("one", "two"):
         generate(tmp_path / name, GeneratorConfig(scale=8, syncs=3, seed=11), file_format="csv", compression="gzip")
-    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
-    assert files
-    for f in files:
-        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+    assert_same_tree(tmp_path / "one", tmp_path / "two")
+
+
+def test_landing_one_sync_at_a_time_equals_a_full_run(tmp_path):
+    pytest.importorskip("lakehistory.landing.writer")
+    config = GeneratorConfig(scale=8, syncs=3, seed=11, extract_author="nightly-dump")
+    kw = {"file_format": "csv", "compression": "gzip", "extract_tables": ["meta_vars", "obs_raw"]}
+    tables, extracts = list(TABLE_NAMES), kw["extract_tables"]
+    generate(tmp_path / "full", config, **kw)
+    daily = tmp_path / "daily"
+    assert landed_syncs(daily, tables, extracts) == 0
+    for k in (1, 2, 3):
+        summary = generate(daily, config, only_sync=k, **kw)
+        assert summary.tables["meta_station"].batches == summary.tables["meta_vars"].extract_files == 1
+        assert landed_syncs(daily, tables, extracts) == k
+        assert landed_syncs(daily, tables, extracts, syncs=2) == min(k, 2)
+    assert_same_tree(tmp_path / "full", daily)
+    assert landed_syncs(tmp_path / "full", tables, extracts, syncs=3) == 3
+    # history-mode folders are looked for where extracts are not, and the other way round
+    assert landed_syncs(daily, tables, ()) == 0
+    assert landed_syncs(daily, ["meta_vars"], ["meta_vars"], start=dt.date(2024, 1, 2)) == 2
+
+
+def test_landed_syncs_stops_at_the_first_gap(tmp_path):
+    pytest.importorskip("lakehistory.landing.writer")
+    config = GeneratorConfig(scale=3, syncs=3, seed=2)
+    tables = ["meta_network", "meta_station"]
+    generate(tmp_path, config, tables=tables, extract_tables=["meta_station"], only_sync=2)
+    assert landed_syncs(tmp_path, tables, ["meta_station"]) == 0
+    generate(tmp_path, config, tables=tables[:1], only_sync=1)
+    assert landed_syncs(tmp_path, tables[:1], ()) == 2
+    assert landed_syncs(tmp_path, tables, ["meta_station"]) == 0  # meta_station's sync 1 is missing
+    with pytest.raises(ValueError, match="only_sync"):
+        generate(tmp_path, config, tables=tables, only_sync=4)
+    with pytest.raises(ValueError, match="extract tables"):
+        landed_syncs(tmp_path, ["meta_network"], ["meta_vars"])
 
 
 def test_keeping_every_observation_changes_nothing_but_memory():
@@ -430,8 +471,9 @@ def test_generate_lands_batches_and_daily_extracts(tmp_path):
         assert [f.name for f in files] == ["2024-01-01.csv", "2024-01-02.csv", "2024-01-03.csv"]
         with files[-1].open(newline="") as fh:
             rows = list(csv.DictReader(fh))
-        assert list(rows[0]) == list(get_table(t).column_names) + ["extracted_at"]
+        assert list(rows[0]) == list(get_table(t).column_names) + ["extracted_at", "extracted_by"]
         assert len(rows) == summary.tables[t].extract_rows > 0
+        assert {r["extracted_by"] for r in rows} == {GeneratorConfig().extract_author} == {"pcic-crmp-dump"}
         assert len({r["extracted_at"] for r in rows}) == 1 and rows[0]["extracted_at"].startswith("2024-01-03T03:")
         key = get_table(t).key[0]
         assert [int(r[key]) for r in rows] == sorted(int(r[key]) for r in rows)
@@ -446,9 +488,12 @@ def test_extract_equals_the_state_the_batches_give(tmp_path):
         sim2 = SourceSimulator(GeneratorConfig(scale=10, syncs=3, seed=4, keep_all_obs=True, horizon=4))
         for _ in sim2.run():
             pass
-        path = write_extract(tmp_path, t, sim2.sync_time(3), sim2.current_columns(t))
+        path = write_extract(tmp_path, t, sim2.sync_time(3), sim2.current_columns(t), extracted_by="qa-export")
         with path.open(newline="") as fh:
-            got = {int(r[get_table(t).key[0]]) for r in csv.DictReader(fh)}
+            rows = list(csv.DictReader(fh))
+        got = {int(r[get_table(t).key[0]]) for r in rows}
+        assert list(rows[0])[-2:] == ["extracted_at", "extracted_by"]
+        assert all(r["extracted_by"] == "qa-export" for r in rows)
         state = rebuilt(batches[t], t)
         assert got == {k for k, v in state.items() if v[-1][1] == TMAX}
 
@@ -499,6 +544,36 @@ def test_cli_generate(tmp_path, capsys):
     assert not (root / "meta_history").exists()
     out = capsys.readouterr().out
     assert "obs_raw" in out and "replace" in out
+
+
+def test_cli_lands_one_sync_and_reports_the_landed_syncs(tmp_path, capsys):
+    pytest.importorskip("lakehistory.landing.writer")
+    from lakehistory.cli import main
+
+    root = tmp_path / "cli"
+    tables = ["--tables", "meta_network,meta_station", "--extract-tables", "meta_station"]
+    common = ["--landing", str(root), "--syncs", "3", *tables]
+    gen = ["generate", "--scale", "3", "--seed", "1", "--no-progress", *common]
+    for bad in ("0", "4"):
+        assert main([*gen, "--sync", bad]) == 2
+        assert "--sync must be between 1 and --syncs (3)" in capsys.readouterr().err
+    assert not root.exists()
+    assert main(["landed", *common]) == 0
+    assert capsys.readouterr().out == "0\n"
+    for k in (1, 2):
+        assert main([*gen, "--sync", str(k)]) == 0
+        assert f"sync {k} of 3" in capsys.readouterr().out
+    assert sorted(p.name for p in (root / "meta_network").iterdir()) == ["000001", "000002"]
+    assert sorted(p.name for p in (root / "extracts" / "meta_station").iterdir()) == [
+        "2024-01-01.csv",
+        "2024-01-02.csv",
+    ]
+    assert main(["landed", *common]) == 0
+    assert capsys.readouterr().out == "2\n"
+    assert main(["landed", *common, "--start-date", "2024-01-02"]) == 0
+    assert capsys.readouterr().out == "1\n"  # then sync 2's extract would be 2024-01-03.csv
+    assert main([*gen, "--sync", "2"]) == 1  # a batch is landed once
+    assert "already landed" in capsys.readouterr().err
 
 
 def test_cli_domain_json(capsys):

@@ -1,6 +1,7 @@
 """The `lakehistory` command.
 
-    lakehistory generate --landing PATH --scale N --syncs S --seed K [options]
+    lakehistory generate --landing PATH --scale N --syncs S --seed K [--sync K] [options]
+    lakehistory landed --landing PATH --syncs S [--tables ...] [--extract-tables ...]
     lakehistory domain                      # the demo tables as JSON
 
 Also runnable as `python -m lakehistory.cli`.
@@ -61,6 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--syncs", type=_positive, default=5, metavar="S", help="number of daily syncs (default 5)")
     g.add_argument("--seed", type=int, default=0, metavar="K", help="random seed (default 0)")
     g.add_argument(
+        "--sync",
+        type=int,
+        default=None,
+        metavar="K",
+        help="land only sync K (1..S), as a daily job would: syncs 1..K are simulated, only K is written; "
+        "landing 1, 2, ... one at a time gives the same files as one full run (default: all syncs)",
+    )
+    g.add_argument(
         "--format",
         dest="file_format",
         choices=("csv", "parquet"),
@@ -77,28 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="earliest starts as earliest files (published form) or a _fivetran_earliest column "
         "(2024 draft); default file",
     )
-    g.add_argument(
-        "--tables",
-        type=_table_list,
-        default=list(TABLE_NAMES),
-        metavar="T1,T2",
-        help="tables to write (default: all five)",
-    )
-    g.add_argument(
-        "--extract-tables",
-        type=_table_list,
-        default=[],
-        metavar="T1,T2",
-        help="tables written as daily full extracts (<landing>/extracts/<table>/<day>.csv) "
-        "instead of history-mode batches (default: none)",
-    )
-    g.add_argument(
-        "--start-date",
-        type=_date,
-        default=dt.date(2024, 1, 1),
-        metavar="YYYY-MM-DD",
-        help="day of the first sync (default 2024-01-01)",
-    )
+    _add_table_options(g, "write")
     g.add_argument(
         "--horizon",
         type=_positive,
@@ -110,9 +98,46 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-progress", action="store_true", help="no progress display")
     g.set_defaults(func=_generate)
 
+    lnd = sub.add_parser(
+        "landed",
+        help="print how many syncs a landing root holds",
+        description="Print the highest K such that syncs 1..K are landed for every table (batch manifest "
+        "or daily extract present), at most S; 0 when sync 1 is not.",
+    )
+    lnd.add_argument("--landing", required=True, metavar="PATH", help="landing root to look into")
+    lnd.add_argument("--syncs", type=_positive, required=True, metavar="S", help="number of syncs planned")
+    _add_table_options(lnd, "look for")
+    lnd.set_defaults(func=_landed)
+
     d = sub.add_parser("domain", help="print the demo tables (columns, types, keys, foreign keys) as JSON")
     d.set_defaults(func=_domain)
     return parser
+
+
+def _add_table_options(p: argparse.ArgumentParser, what: str) -> None:
+    """--tables, --extract-tables and --start-date: shared by `generate` and `landed`."""
+    p.add_argument(
+        "--tables",
+        type=_table_list,
+        default=list(TABLE_NAMES),
+        metavar="T1,T2",
+        help=f"tables to {what} (default: all five)",
+    )
+    p.add_argument(
+        "--extract-tables",
+        type=_table_list,
+        default=[],
+        metavar="T1,T2",
+        help="tables written as daily full extracts (<landing>/extracts/<table>/<day>.csv) "
+        "instead of history-mode batches (default: none)",
+    )
+    p.add_argument(
+        "--start-date",
+        type=_date,
+        default=dt.date(2024, 1, 1),
+        metavar="YYYY-MM-DD",
+        help="day of the first sync (default 2024-01-01)",
+    )
 
 
 def _run_with_progress(run, console, args: argparse.Namespace, tables: list[str]):
@@ -129,13 +154,17 @@ def _run_with_progress(run, console, args: argparse.Namespace, tables: list[str]
         console=console,
         transient=False,
     ) as progress:
-        syncs = progress.add_task("syncs", total=args.syncs)
-        steps = progress.add_task("tables", total=args.syncs * len(tables))
+        last = args.sync or args.syncs
+        syncs = progress.add_task("syncs", total=last)
+        steps = progress.add_task("tables", total=(1 if args.sync else args.syncs) * len(tables))
 
         def on_progress(sync: int, table: str | None) -> None:
             if table is None:
                 progress.update(syncs, description=f"sync {sync}/{args.syncs} simulated")
-                progress.update(steps, description=f"sync {sync}: writing")
+                if sync < last and args.sync:  # simulated only, nothing to write
+                    progress.advance(syncs)
+                else:
+                    progress.update(steps, description=f"sync {sync}: writing")
                 return
             progress.advance(steps)
             progress.update(steps, description=f"sync {sync}: {table}")
@@ -156,6 +185,9 @@ def _generate(args: argparse.Namespace) -> int:
     if missing:
         print(f"lakehistory generate: --extract-tables {','.join(missing)} not in --tables", file=sys.stderr)
         return 2
+    if args.sync is not None and not 1 <= args.sync <= args.syncs:
+        print(f"lakehistory generate: --sync must be between 1 and --syncs ({args.syncs})", file=sys.stderr)
+        return 2
     console = Console() if sys.stdout.isatty() else Console(width=120)
     config = GeneratorConfig(
         scale=args.scale, syncs=args.syncs, seed=args.seed, start=args.start_date, horizon=args.horizon
@@ -173,16 +205,17 @@ def _generate(args: argparse.Namespace) -> int:
             earliest_form=args.earliest_form,
             shuffle_columns=not args.no_shuffle,
             on_progress=on_progress,
+            only_sync=args.sync,
         )
 
     try:
         summary = _run_with_progress(run, console, args, tables)
     except FileExistsError as e:
-        print(f"lakehistory generate: {e}; use an empty landing root", file=sys.stderr)
+        hint = f"sync {args.sync} is already landed" if args.sync else "use an empty landing root"
+        print(f"lakehistory generate: {e}; {hint}", file=sys.stderr)
         return 1
-    landed = Table(
-        title=f"rows landed in {summary.landing_root} (scale {args.scale}, {args.syncs} syncs, seed {args.seed})"
-    )
+    which = f"sync {args.sync} of {args.syncs}" if args.sync else f"{args.syncs} syncs"
+    landed = Table(title=f"rows landed in {summary.landing_root} (scale {args.scale}, {which}, seed {args.seed})")
     for i, h in enumerate(SUMMARY_HEADER):
         landed.add_column(h, justify="left" if i < 2 else "right", no_wrap=i == 0)
     for row in summary_rows(summary):
@@ -197,6 +230,17 @@ def _generate(args: argparse.Namespace) -> int:
     console.print(
         f"{summary.seconds:.1f} s ({summary.simulate_seconds:.1f} s simulating, the rest building and writing files)"
     )
+    return 0
+
+
+def _landed(args: argparse.Namespace) -> int:
+    from lakehistory.generator.land import landed_syncs
+
+    missing = [t for t in args.extract_tables if t not in args.tables]
+    if missing:
+        print(f"lakehistory landed: --extract-tables {','.join(missing)} not in --tables", file=sys.stderr)
+        return 2
+    print(landed_syncs(args.landing, args.tables, args.extract_tables, start=args.start_date, syncs=args.syncs))
     return 0
 
 

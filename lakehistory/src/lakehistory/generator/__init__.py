@@ -3,12 +3,13 @@
 - `domain`: the five tables as data (columns with Spark SQL types, keys, foreign keys).
 - `SourceSimulator` / `GeneratorConfig`: the simulated source, one sync at a time, producing
   `lakehistory.landing.batch.Batch` objects exactly as Fivetran's history mode sends them.
-- `generate`: simulate and land batches (and daily full extracts) under a landing root.
+- `generate`: simulate and land batches (and daily full extracts) under a landing root, all syncs
+  or one; `landed_syncs`: how many syncs a landing root already holds.
 """
 
 from lakehistory.generator.batches import BatchStats, Events, build_batch
 from lakehistory.generator.domain import TABLE_NAMES, TABLES, ForeignKey, TableDef, get_table
-from lakehistory.generator.land import GenerateSummary, extract_path, generate, write_extract
+from lakehistory.generator.land import GenerateSummary, extract_path, generate, landed_syncs, write_extract
 from lakehistory.generator.metadata import Rates
 from lakehistory.generator.simulator import GeneratorConfig, SourceSimulator, batch_id
 
@@ -28,5 +29,6 @@ __all__ = [
     "extract_path",
     "generate",
     "get_table",
+    "landed_syncs",
     "write_extract",
 ]

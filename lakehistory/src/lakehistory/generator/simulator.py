@@ -45,6 +45,7 @@ class GeneratorConfig:
     rates: Rates = field(default_factory=Rates)
     author: str = "crmp-loader"
     app_id: str = "pcic.crmp.ingest"
+    extract_author: str = "pcic-crmp-dump"  # the `extracted_by` of daily full extracts
 
     def __post_init__(self) -> None:
         if self.scale < 1:
