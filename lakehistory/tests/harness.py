@@ -87,6 +87,11 @@ class DbtProject:
             self.run_ok("debug")
         return SparkSession.builder.getOrCreate()
 
+    def compile_inline(self, sql: str) -> str:
+        """`sql` (Jinja, e.g. a macro call) as dbt compiles it in this project."""
+        result = self.run_ok("compile", "--inline", sql)
+        return result.result.results[0].node.compiled_code
+
     def table(self, name: str) -> str:
         return f"`{self.schema}`.`{name}`"
 

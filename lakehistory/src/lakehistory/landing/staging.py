@@ -618,7 +618,7 @@ def applied_batches(spark: SparkSession, transactions: str | None, table: str) -
         return Applied(frozenset(), None)
     rows = (
         spark.table(transactions)
-        .where(F.col("source_table") == F.lit(table))
+        .where((F.col("source_table") == F.lit(table)) & (F.col("operation") == "batch"))
         .select("batch_id", "batch_sequence")
         .collect()
     )

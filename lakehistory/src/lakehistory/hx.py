@@ -1,0 +1,471 @@
+"""`_hx` history tables (seed 003, PCIC CRMP): every recorded change of a table, append-only.
+
+A dbt Python model builds one `xxx_hx` table from a history table of the `fivetran_history`
+strategy or from a dbt snapshot of daily extracts:
+
+    from lakehistory.hx import build_hx
+
+    def model(dbt, session):
+        dbt.config(materialized="incremental", full_refresh=False)
+        return build_hx(dbt, session, dbt.config.get("meta"), dbt.ref("meta_station_history"),
+                        parents={"meta_network_hx": dbt.ref("meta_network_hx")})
+
+and the model's YAML says what the table is (`meta.lakehistory.hx`): the main table's name, its key,
+the source model and its foreign keys (`columns`, `parent` hx model, `parent_columns`).
+
+Columns: the main table's columns, `mod_time` (valid time of the change), `mod_user` (author of the
+transaction that recorded it), `deleted` (the row records a deletion and carries the last values),
+`xxx_hx_id` (primary key, increasing in recording order), one history foreign key `yyy_hx_id` per
+foreign key, and `txn_id` (the lakehouse transaction that recorded the row).
+
+What is appended. A transaction r changes what is known about some keys. For each such key, the
+source gives its valid-time history as known after r: change points (a version starts; a deletion
+takes effect) with their contents. The `_hx` rows recorded so far give their own reading: at any
+time t, the row with the greatest (mod_time, id) at or before t. The rows appended for r are
+exactly those that make the two readings agree: one row at every change point the `_hx` table
+lacks or states differently, and one at every earlier `_hx` time whose reading r made wrong (a
+retracted version gets a deletion row there). Re-delivered content appends nothing; a late version
+appends one row with an early `mod_time` and a large id; nothing recorded is ever rewritten.
+
+History foreign keys are resolved once, when a child row is appended: the parent `_hx` row of the
+same key with the greatest (mod_time, id) at or before the child's `mod_time`. When the parent's
+first recorded row is later than the child (a parent seen late, e.g. through a daily extract),
+the parent's first row. NULL only when the foreign key is NULL or the parent key was never
+recorded. The resolution is a sort-and-window as-of join: O(n log n), no range join.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+MOD_TIME, MOD_USER, DELETED, TXN_ID = "mod_time", "mod_user", "deleted", "txn_id"
+ONE_MS = F.expr("INTERVAL 1 MILLISECOND")
+
+FIVETRAN_SYSTEM = ("_fivetran_start", "_fivetran_end", "_fivetran_active", "_fivetran_synced", "valid_from", "valid_to")
+SNAPSHOT_SYSTEM = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to", "dbt_is_deleted")
+EXTRACT_SYSTEM = ("extracted_at", "extracted_by")
+
+
+class HxError(ValueError):
+    """An `_hx` model that cannot be built as configured."""
+
+
+def hx_table(table: str) -> str:
+    """`xxx` -> `xxx_hx` (seed 003)."""
+    return f"{table}_hx"
+
+
+def hx_id(table: str) -> str:
+    """`xxx` -> `xxx_hx_id`: the full main-table name, not its key's (seed 003)."""
+    return f"{table}_hx_id"
+
+
+def _q(name: str) -> Column:
+    return F.col(f"`{name}`")
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    columns: tuple[str, ...]
+    parent_table: str  # the parent's main table: its history key is `<parent_table>_hx_id`
+    parent_columns: tuple[str, ...]
+    parent: DataFrame  # the parent's `_hx` rows
+
+    @property
+    def hx_column(self) -> str:
+        return hx_id(self.parent_table)
+
+
+@dataclass(frozen=True)
+class HxSpec:
+    table: str
+    key: tuple[str, ...]
+    columns: tuple[str, ...]  # the main table's columns, key first in source order
+    foreign_keys: tuple[ForeignKey, ...] = ()
+
+    @property
+    def hx_id(self) -> str:
+        return hx_id(self.table)
+
+    @property
+    def output_columns(self) -> list[str]:
+        return [
+            *self.columns,
+            MOD_TIME,
+            MOD_USER,
+            DELETED,
+            self.hx_id,
+            *(fk.hx_column for fk in self.foreign_keys),
+            TXN_ID,
+        ]
+
+
+# -- the source: change points per recording ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recording:
+    txn_id: int
+    at: object  # the source's version value of the transaction: its id, its time, or a capture time
+    author: str | None
+
+
+class Source:
+    """A history source: which transactions recorded what, and the valid-time history as of each."""
+
+    def __init__(self, frame: DataFrame, spec: HxSpec):
+        self.frame, self.spec = frame, spec
+
+    def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
+        raise NotImplementedError
+
+    def touched(self, rows: DataFrame, rec: Recording) -> DataFrame:
+        """The rows of `rows` that recording `rec` opened or closed."""
+        raise NotImplementedError
+
+    def changed_since(self, after: Recording | None) -> DataFrame:
+        """Rows opened or closed by any recording after `after` (all rows when None)."""
+        raise NotImplementedError
+
+    def change_points(self, rows: DataFrame, rec: Recording) -> DataFrame:
+        """(key..., t, c_deleted, columns...) as known after `rec`, from `rows` (all rows of some keys)."""
+        raise NotImplementedError
+
+
+class FivetranSource(Source):
+    """A history table of the `fivetran_history` strategy: rows open in transaction time at version
+    v are valid_from <= v < valid_to (valid_to NULL or the max while open)."""
+
+    def __init__(self, frame: DataFrame, spec: HxSpec, relation: str):
+        super().__init__(frame, spec)
+        self.relation = relation.lower()
+        self.by_time = dict(frame.dtypes)["valid_from"] == "timestamp"
+
+    def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
+        rows = (
+            transactions.where(
+                (F.lower("history_table") == self.relation)
+                & (F.col("operation") == "batch")
+                & (F.col("txn_id") > after_txn)
+            )
+            .select("txn_id", "started_at", "author")
+            .orderBy("txn_id")
+            .collect()  # one row per transaction, not per data row
+        )
+        return [Recording(r.txn_id, r.started_at if self.by_time else r.txn_id, r.author) for r in rows]
+
+    def _open_at(self, at) -> Column:
+        return (F.col("valid_from") <= F.lit(at)) & (F.col("valid_to").isNull() | (F.col("valid_to") > F.lit(at)))
+
+    def touched(self, rows: DataFrame, rec: Recording) -> DataFrame:
+        return rows.where((F.col("valid_from") == F.lit(rec.at)) | (F.col("valid_to") == F.lit(rec.at)))
+
+    def changed_since(self, after: Recording | None) -> DataFrame:
+        if after is None:
+            return self.frame
+        return self.frame.where(
+            (F.col("valid_from") > F.lit(after.at)) | (F.col("valid_to") > F.lit(after.at)) & ~self._open_at(after.at)
+        )
+
+    def change_points(self, rows: DataFrame, rec: Recording) -> DataFrame:
+        key, cols = list(self.spec.key), list(self.spec.columns)
+        known = rows.where(self._open_at(rec.at))
+        by_start = Window.partitionBy(*[_q(k) for k in key]).orderBy("_fivetran_start")
+        known = known.withColumn("_next_start", F.lead("_fivetran_start").over(by_start))
+        starts = known.select(
+            *[_q(c) for c in cols], F.col("_fivetran_start").alias("t"), F.lit(False).alias("c_deleted")
+        )
+        # An inactive version that ends before the next one starts was deleted (rule 2: end = the
+        # delete time, inclusive): the deletion takes effect at end + 1 ms, half-open like every
+        # other change. A version that ends at or after the next start (a late version leaves the
+        # one before it overlapping, rule 8) is superseded by the later start.
+        ended = known.where(
+            ~F.col("_fivetran_active")
+            & (F.col("_next_start").isNull() | (F.col("_next_start") > F.col("_fivetran_end") + ONE_MS))
+        )
+        deletions = ended.select(
+            *[_q(c) for c in cols], (F.col("_fivetran_end") + ONE_MS).alias("t"), F.lit(True).alias("c_deleted")
+        )
+        return starts.unionByName(deletions)
+
+
+class SnapshotSource(Source):
+    """A dbt snapshot of daily extracts (check strategy, `updated_at` = the extract time, hard deletes
+    as new records): every row starts at a capture; captures are recorded as `snapshot`
+    transactions whose batch_id is the extract's day."""
+
+    def __init__(self, frame: DataFrame, spec: HxSpec, relation: str):
+        super().__init__(frame, spec)
+        self.relation = relation.lower()
+        self.has_deleted_flag = "dbt_is_deleted" in frame.columns
+
+    def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
+        captures = self.frame.select(
+            F.col("dbt_valid_from").alias("at"), F.date_format("dbt_valid_from", "yyyy-MM-dd").alias("day")
+        ).distinct()
+        rows = (
+            transactions.where(
+                (F.lower("history_table") == self.relation)
+                & (F.col("operation") == "snapshot")
+                & (F.col("txn_id") > after_txn)
+            )
+            .join(captures, F.col("batch_id") == F.col("day"))
+            .select("txn_id", "at", "author")
+            .orderBy("txn_id")
+            .collect()  # one row per capture
+        )
+        return [Recording(r.txn_id, r["at"], r.author) for r in rows]
+
+    def touched(self, rows: DataFrame, rec: Recording) -> DataFrame:
+        return rows.where(F.col("dbt_valid_from") == F.lit(rec.at))
+
+    def changed_since(self, after: Recording | None) -> DataFrame:
+        if after is None:
+            return self.frame
+        return self.frame.where(F.col("dbt_valid_from") > F.lit(after.at))
+
+    def change_points(self, rows: DataFrame, rec: Recording) -> DataFrame:
+        key, cols = list(self.spec.key), list(self.spec.columns)
+        known = rows.where(F.col("dbt_valid_from") <= F.lit(rec.at)).withColumn(
+            "_to", F.when(F.col("dbt_valid_to") <= F.lit(rec.at), F.col("dbt_valid_to"))
+        )
+        deleted = (F.col("dbt_is_deleted") == "True") if self.has_deleted_flag else F.lit(False)
+        by_start = Window.partitionBy(*[_q(k) for k in key]).orderBy("dbt_valid_from")
+        known = known.withColumn("_next_start", F.lead("dbt_valid_from").over(by_start))
+        starts = known.select(*[_q(c) for c in cols], F.col("dbt_valid_from").alias("t"), deleted.alias("c_deleted"))
+        # Without deletion records (hard_deletes: invalidate) a closed row with no successor was deleted.
+        gaps = known.where(
+            F.col("_to").isNotNull() & (F.col("_next_start").isNull() | (F.col("_next_start") > F.col("_to")))
+        )
+        deletions = gaps.select(*[_q(c) for c in cols], F.col("_to").alias("t"), F.lit(True).alias("c_deleted"))
+        return starts.unionByName(deletions)
+
+
+# -- the diff: rows that make the _hx reading agree with the source ---------------------------------
+
+
+def _content_equal(a: str, b: str, cols: Sequence[str]) -> Column:
+    """Two states (structs, NULL = no row) say the same: both absent or deleted, or both live with
+    equal values (NULL equal to NULL)."""
+    a_gone = F.col(a).isNull() | F.col(f"{a}.c_deleted")
+    b_gone = F.col(b).isNull() | F.col(f"{b}.c_deleted")
+    same_values = reduce(
+        lambda x, y: x & y, [F.col(f"{a}.`{c}`").eqNullSafe(F.col(f"{b}.`{c}`")) for c in cols], F.lit(True)
+    )
+    return F.coalesce((a_gone & b_gone) | (~a_gone & ~b_gone & same_values), F.lit(False))
+
+
+def corrections(points: DataFrame, hx_rows: DataFrame, key: Sequence[str], cols: Sequence[str]) -> DataFrame:
+    """Rows to append so that the `_hx` reading of `hx_rows` (key, mod_time, deleted, columns, _ord)
+    equals the source reading of `points` (key, t, c_deleted, columns) on every key of `points`."""
+    data = [c for c in cols if c not in key]
+    state = [F.col("c_deleted"), *[_q(c) for c in data]]
+    f = points.select(*[_q(k) for k in key], "t", F.struct(*state).alias("f"))
+    # The _hx reading at a time: its latest-recorded row there (greatest _ord).
+    g = (
+        hx_rows.select(
+            *[_q(k) for k in key],
+            F.col(MOD_TIME).alias("t"),
+            "_ord",
+            F.struct(F.col(DELETED).alias("c_deleted"), *[_q(c) for c in data]).alias("g"),
+        )
+        .groupBy(*[_q(k) for k in key], "t")
+        .agg(F.max_by("g", "_ord").alias("g"))
+    )
+    both = f.join(g, [*key, "t"], "full_outer")
+    upto = (
+        Window.partitionBy(*[_q(k) for k in key]).orderBy("t").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    both = both.withColumn("f_state", F.last("f", ignorenulls=True).over(upto)).withColumn(
+        "g_state", F.last("g", ignorenulls=True).over(upto)
+    )
+    same = _content_equal("f_state", "g_state", data)
+    # At a change point the _hx table needs a row of its own; elsewhere only the reading must agree.
+    needed = F.when(F.col("f").isNotNull(), F.col("g").isNull() | ~same).otherwise(~same)
+    live = F.col("f_state").isNotNull() & ~F.col("f_state.c_deleted")
+    carried = F.when(F.col("f_state").isNotNull(), F.col("f_state")).otherwise(
+        F.col("g_state")
+    )  # a retraction carries what it retracts
+    return both.where(needed).select(
+        *[_q(k) for k in key],
+        *[carried[c].alias(c) for c in data],
+        F.col("t").alias(MOD_TIME),
+        (~live).alias(DELETED),
+    )
+
+
+# -- history foreign keys: an as-of join by sorting ---------------------------------------------------
+
+
+def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str) -> DataFrame:
+    """`children` plus `fk.hx_column`: the parent `_hx` row current at each child's mod_time."""
+    parent_id = fk.hx_column
+    k = [f"_k{i}" for i in range(len(fk.columns))]
+    wanted = children.where(reduce(lambda x, y: x & y, [_q(c).isNotNull() for c in fk.columns])).select(
+        *[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)],
+        F.col(MOD_TIME).alias("_t"),
+        F.col(child_id).alias("_child"),
+    )
+    parents = fk.parent.select(
+        *[_q(c).alias(n) for c, n in zip(fk.parent_columns, k, strict=True)],
+        F.col(MOD_TIME).alias("_t"),
+        _q(parent_id).alias("_parent"),
+    ).join(wanted.select(*k).distinct(), k, "left_semi")
+    # Parents sort before children at an equal time (at or before), and by id among themselves.
+    tagged = parents.select(
+        *k, "_t", F.lit(0).alias("_side"), "_parent", F.lit(None).cast("bigint").alias("_child")
+    ).unionByName(
+        wanted.select(*k, "_t", F.lit(1).alias("_side"), F.lit(None).cast("bigint").alias("_parent"), "_child")
+    )
+    upto = (
+        Window.partitionBy(*k)
+        .orderBy("_t", "_side", "_parent")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    resolved = tagged.withColumn("_at", F.last("_parent", ignorenulls=True).over(upto)).where(F.col("_side") == 1)
+    first = parents.groupBy(*k).agg(F.min_by("_parent", F.struct("_t", "_parent")).alias("_first"))
+    resolved = resolved.join(first, k, "left").select(
+        F.col("_child").alias(child_id), F.coalesce("_at", "_first").alias(parent_id)
+    )
+    return children.join(resolved, child_id, "left")
+
+
+# -- the model -------------------------------------------------------------------------------------
+
+
+def _spec_from_meta(meta: Mapping, source: DataFrame, parents: Mapping[str, DataFrame]) -> tuple[HxSpec, str]:
+    hx = (meta or {}).get("lakehistory", {}).get("hx")
+    if not hx:
+        raise HxError("an _hx model needs meta.lakehistory.hx (table, key, source, foreign_keys) in its YAML")
+    table, key, source_name = hx.get("table"), tuple(hx.get("key") or ()), hx.get("source")
+    if not table or not key or not source_name:
+        raise HxError("meta.lakehistory.hx needs table, key and source")
+    system = set(FIVETRAN_SYSTEM + SNAPSHOT_SYSTEM + EXTRACT_SYSTEM) | {"removal"}
+    # mod_time and mod_user are the system's: a source column of that name is never taken over.
+    columns = tuple(
+        c for c in source.columns if c not in system and not c.startswith("_lh_") and c not in (MOD_TIME, MOD_USER)
+    )
+    if missing := [k for k in key if k not in columns]:
+        raise HxError(f"{hx_table(table)}: key column(s) {', '.join(missing)} not in {source_name}")
+    fks = []
+    for entry in hx.get("foreign_keys") or ():
+        parent = entry["parent"]
+        if parent not in parents:
+            raise HxError(f"{hx_table(table)}: pass the parent {parent} as parents={{'{parent}': dbt.ref('{parent}')}}")
+        cols = tuple(entry["columns"])
+        parent_table = parent[: -len("_hx")] if parent.endswith("_hx") else parent
+        fks.append(ForeignKey(cols, parent_table, tuple(entry.get("parent_columns") or cols), parents[parent]))
+    spec = HxSpec(table, key, columns, tuple(fks))
+    clash = {DELETED, TXN_ID, spec.hx_id, *(fk.hx_column for fk in fks)} & set(columns)
+    if clash:
+        raise HxError(f"{hx_table(table)}: source column(s) {', '.join(sorted(clash))} clash with _hx system columns")
+    return spec, source_name
+
+
+def build_hx(
+    dbt, session: SparkSession, meta: Mapping | None, source: DataFrame, parents: Mapping[str, DataFrame] | None = None
+) -> DataFrame:
+    """The rows to append to this `_hx` model (all of them on its first build). `meta` is the
+    model's `dbt.config.get("meta")` (dbt hands a Python model only the configs its own file reads)."""
+    spec, source_name = _spec_from_meta(meta, source, parents or {})
+    schema = dbt.this.schema
+    relation = f"{schema}.{source_name}"
+    if "_fivetran_start" in source.columns:
+        if "valid_to" not in source.columns:
+            raise HxError(
+                f"{hx_table(spec.table)}: append-only history tables (no valid_to) are not a supported source yet"
+            )
+        src: Source = FivetranSource(source, spec, relation)
+    elif "dbt_valid_from" in source.columns:
+        src = SnapshotSource(source, spec, relation)
+    else:
+        raise HxError(f"{hx_table(spec.table)}: {source_name} is neither a fivetran_history table nor a dbt snapshot")
+    transactions = session.table(f"{schema}.lakehistory_transactions")
+    existing = session.table(str(dbt.this)) if dbt.is_incremental else None
+    return append_rows(spec, src, transactions, existing)
+
+
+def _empty(session: SparkSession, spec: HxSpec, like: DataFrame) -> DataFrame:
+    types = dict(like.dtypes)
+    fields = [f"`{c}` {types[c]}" for c in spec.columns]
+    fields += [f"{MOD_TIME} timestamp", f"{MOD_USER} string", f"{DELETED} boolean", f"{spec.hx_id} bigint"]
+    fields += [f"{fk.hx_column} bigint" for fk in spec.foreign_keys] + [f"{TXN_ID} bigint"]
+    return session.createDataFrame([], ", ".join(fields))
+
+
+def append_rows(spec: HxSpec, src: Source, transactions: DataFrame, existing: DataFrame | None) -> DataFrame:
+    session = src.frame.sparkSession
+    key, cols = list(spec.key), list(spec.columns)
+    if existing is not None:
+        marks = existing.agg(F.max(TXN_ID).alias("txn"), F.max(spec.hx_id).alias("id")).collect()[0]
+        last_txn, last_id = marks.txn or 0, marks.id or 0
+    else:
+        last_txn, last_id = 0, 0
+    pending = src.recordings(transactions, last_txn)
+    if not pending:
+        return _empty(session, spec, src.frame)
+
+    # Everything below works on the keys the pending transactions touched, read once.
+    touched = src.changed_since(None if existing is None else _recording_before(src, transactions, last_txn))
+    keys = touched.select(*[_q(k) for k in key]).distinct()
+    rows = src.frame.join(keys, key, "left_semi").localCheckpoint()
+    recorded = (
+        []
+        if existing is None
+        else [existing.join(keys, key, "left_semi").select(*_hx_state(cols), _order(TXN_ID, spec.hx_id))]
+    )
+    appended: list[DataFrame] = []
+    for rec in pending:
+        rec_keys = src.touched(rows, rec).select(*[_q(k) for k in key]).distinct()
+        points = src.change_points(rows.join(rec_keys, key, "left_semi"), rec)
+        known = recorded + [a.select(*_hx_state(cols), _order(TXN_ID, None)) for a in appended]
+        if known:
+            hx_rows = reduce(DataFrame.unionByName, known).join(rec_keys, key, "left_semi")
+        else:  # a first build: nothing recorded yet
+            hx_rows = points.where(F.lit(False)).select(
+                *[_q(c) for c in cols],
+                F.col("t").alias(MOD_TIME),
+                F.col("c_deleted").alias(DELETED),
+                _order(None, None),
+            )
+        rows_r = corrections(points, hx_rows, key, cols).select(
+            *[_q(c) for c in cols],
+            MOD_TIME,
+            DELETED,
+            F.lit(rec.author).cast("string").alias(MOD_USER),
+            F.lit(rec.txn_id).cast("bigint").alias(TXN_ID),
+        )
+        appended.append(rows_r.localCheckpoint())
+
+    out = reduce(DataFrame.unionByName, appended)
+    # Ids in recording order: by transaction, then change time, then key (one window over new rows only).
+    order = Window.orderBy(TXN_ID, MOD_TIME, *[_q(k) for k in key])
+    out = out.withColumn(spec.hx_id, (F.row_number().over(order) + F.lit(last_id)).cast("bigint")).localCheckpoint()
+    for fk in spec.foreign_keys:
+        out = resolve_foreign_key(out, fk, spec.hx_id)
+    return out.select(*[_q(c) for c in spec.output_columns])
+
+
+def _hx_state(cols: Sequence[str]) -> list:
+    return [*[_q(c) for c in cols], F.col(MOD_TIME), F.col(DELETED)]
+
+
+def _order(txn: str | None, row_id: str | None) -> Column:
+    """Recording order of an `_hx` row: (transaction, id); rows of this run have no id yet and a
+    larger transaction than any recorded row."""
+
+    def part(name):
+        return F.col(name).cast("bigint") if name else F.lit(None).cast("bigint")
+
+    return F.struct(part(txn).alias("txn"), part(row_id).alias("id")).alias("_ord")
+
+
+def _recording_before(src: Source, transactions: DataFrame, last_txn: int) -> Recording | None:
+    """The last recording already in the `_hx` table: what changed after it is to be looked at."""
+    done = [r for r in src.recordings(transactions, 0) if r.txn_id <= last_txn]
+    return done[-1] if done else None

@@ -1,0 +1,157 @@
+"""Daily full extracts: the oldest extract a snapshot has not captured yet, typed and validated.
+
+A table that lands as daily full extracts (`<landing_root>/extracts/<table>/<YYYY-MM-DD>.csv`,
+docs/landing-format.md) is captured by a dbt snapshot, one extract per run, oldest first: a
+snapshot sees one state of the table at a time, so each day's changes keep their own time.
+When every extract is captured, the latest one is read again, which changes nothing.
+
+The extract is written, typed, to a Delta table beside the snapshot (`<snapshot>__lh_extract`):
+dbt-spark stages a snapshot through a persistent view, which may not read a temporary one. Its
+`extracted_at` is the snapshot's clock (`snapshot_get_time`, see the sparksession adapter) for the
+rows the snapshot closes or marks deleted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .staging import _first_line, _typed
+
+EXTRACTED_AT, EXTRACTED_BY = "extracted_at", "extracted_by"
+
+
+class ExtractError(ValueError):
+    pass
+
+
+def extract_days(spark: SparkSession, landing_root: str, table: str) -> list[tuple[dt.date, str]]:
+    """(day, path) of every extract of `table`, oldest first. Files not named `YYYY-MM-DD.csv`
+    (e.g. one being written under its temporary name) are not extracts."""
+    folder = f"{landing_root.rstrip('/')}/extracts/{table}"
+    try:
+        paths = [r.path for r in spark.read.format("binaryFile").load(folder).select("path").collect()]
+    except Exception as exc:
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return []
+        raise
+    out = []
+    for path in paths:
+        name = path.rsplit("/", 1)[-1]
+        if not name.endswith(".csv"):
+            continue
+        try:
+            out.append((dt.date.fromisoformat(name[: -len(".csv")]), path))
+        except ValueError:
+            continue
+    return sorted(out)
+
+
+def captured_day(spark: SparkSession, snapshot: str | None) -> dt.date | None:
+    """The day of the latest extract the snapshot holds (None before its first run)."""
+    if not snapshot or not spark.catalog.tableExists(snapshot):
+        return None
+    latest = spark.table(snapshot).agg(F.max("dbt_valid_from")).collect()[0][0]
+    return latest.date() if latest is not None else None
+
+
+def read_extract(
+    spark: SparkSession, path: str, day: dt.date, table: str, key: Sequence[str], columns: Sequence[Sequence[str]]
+) -> DataFrame:
+    """The extract's rows typed by the source's columns, plus extracted_at and extracted_by.
+    Raises ExtractError naming the file, row and column at fault."""
+    name = path.rsplit("/", 1)[-1]
+
+    def fail(message: str) -> ExtractError:
+        return ExtractError(f"Extract {table}/{name}: {message}")
+
+    try:
+        raw = (
+            spark.read.option("header", True)
+            .option("multiLine", True)
+            .option("quote", '"')
+            .option("escape", '"')
+            .option("mode", "FAILFAST")
+            .csv(path)
+        )
+        present = raw.columns
+    except Exception as exc:
+        raise fail(f"cannot be read: {_first_line(exc)}") from exc
+    wanted = [c for c, _ in columns] + [EXTRACTED_AT, EXTRACTED_BY]
+    if missing := [c for c in wanted if c not in present]:
+        raise fail(f"lacks column(s) {', '.join(missing)}")
+    if unknown := [c for c in present if c not in wanted]:
+        raise fail(f"has unknown column(s) {', '.join(unknown)}")
+    types = dict((c, t) for c, t in columns) | {EXTRACTED_AT: "timestamp", EXTRACTED_BY: "string"}
+    numbered = raw.withColumn("_lh_row", F.monotonically_increasing_id() + 1)  # data row (one partition per CSV)
+    # An empty field is NULL in an extract; a non-empty one that does not convert is an error.
+    bad_cell = F.coalesce(
+        *[
+            F.when(
+                F.col(f"`{c}`").isNotNull() & _typed(F.col(f"`{c}`"), t).isNull(),
+                F.concat(F.lit(f"column {c}: {t} expected, found "), F.to_json(F.array(F.col(f"`{c}`")))),
+            )
+            for c, t in types.items()
+        ]
+    )
+    null_key = F.coalesce(
+        *[F.when(F.col(f"`{k}`").isNull(), F.lit(f"column {k}: the key may not be NULL")) for k in key]
+    )
+    problems = numbered.select("_lh_row", F.coalesce(null_key, bad_cell).alias("problem")).where(
+        F.col("problem").isNotNull()
+    )
+    try:
+        first = problems.orderBy("_lh_row").limit(1).collect()
+    except Exception as exc:
+        raise fail(f"cannot be read: {_first_line(exc)}") from exc
+    if first:
+        raise fail(f"data row {first[0]._lh_row}: {first[0].problem}")
+    typed = numbered.select(*[_typed(F.col(f"`{c}`"), t).alias(c) for c, t in types.items()], "_lh_row")
+    duplicates = typed.groupBy(*key).agg(F.min("_lh_row").alias("_lh_row"), F.count("*").alias("n")).where("n > 1")
+    if dup := duplicates.orderBy("_lh_row").limit(1).collect():
+        shown = ", ".join(f"{k}={dup[0][k]}" for k in key)
+        raise fail(f"data row {dup[0]._lh_row}: key ({shown}) appears {dup[0].n} times")
+    times = typed.agg(F.min(EXTRACTED_AT).alias("lo"), F.max(EXTRACTED_AT).alias("hi")).collect()[0]
+    if times.lo is not None and (times.lo != times.hi or times.lo.date() != day):
+        raise fail(
+            f"{EXTRACTED_AT} must be one instant on {day.isoformat()}, the file's day; found {times.lo} to {times.hi}"
+        )
+    return typed.drop("_lh_row")
+
+
+def stage_next_extract(
+    spark: SparkSession,
+    staged: str,
+    landing_root: str,
+    table: str,
+    key: Sequence[str],
+    columns: Sequence[Sequence[str]],
+    snapshot: str | None = None,
+) -> str | None:
+    """Entry point for dbt (`adapter.call_python`): write the extract `snapshot` is to capture
+    next to the Delta table `staged` (replacing what it held). Returns the extract's day (None when
+    no extract has landed yet: `staged` is then empty)."""
+    days = extract_days(spark, landing_root, table)
+    done = captured_day(spark, snapshot)
+    todo = [d for d in days if done is None or d[0] > done]
+    if days and done is not None and days[-1][0] < done:
+        raise ExtractError(
+            f"Extract {table}: the snapshot {snapshot} holds {done}, later than the latest extract {days[-1][0]}"
+        )
+    pick = todo[0] if todo else (days[-1] if days else None)
+    if pick is None:
+        schema = ", ".join([f"`{c}` {t}" for c, t in columns] + [f"{EXTRACTED_AT} timestamp", f"{EXTRACTED_BY} string"])
+        frame = spark.createDataFrame([], schema)
+    else:
+        frame = read_extract(spark, pick[1], pick[0], table, key, columns)
+        if frame.isEmpty():
+            # extracted_at is the snapshot's clock: an extract must say when it was taken.
+            raise ExtractError(
+                f"Extract {table}/{pick[0].isoformat()}.csv has no rows, so no {EXTRACTED_AT}:"
+                " a table with no rows cannot be captured"
+            )
+    frame.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(staged)
+    return pick[0].isoformat() if pick else None

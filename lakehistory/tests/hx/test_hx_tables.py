@@ -1,0 +1,477 @@
+"""`_hx` history tables (seed 003) built by the Python models, on Spark through dbt.
+
+Expected rows are written by hand from pycds's rules (one row per change, deletions carry the last
+values, ids in recording order, history foreign keys to the parent row current at the child's
+time) or come from the plain-Python reference model (oracle.hx) and the Fivetran reference model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from history_case import SUPERSET, HistoryCase, normalize, pad
+from hx_case import add_hx, add_main
+from hypothesis import HealthCheck, Phase, given, settings
+
+from harness import DbtProject, copy_project, unique_schema
+from lakehistory.landing.batch import ACTIVE, END, ONE_MS, START, SYNCED, TMAX, Batch, Column
+from oracle.fivetran import apply_batch, state_at
+from oracle.hx import HxOracle
+from oracle.streams import batch_streams
+
+BASE = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+
+
+def T(hours: float) -> dt.datetime:  # noqa: N802
+    return BASE + dt.timedelta(hours=hours)
+
+
+def naive(t: dt.datetime) -> dt.datetime:
+    return t.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+SITE = [Column("site_id", "bigint"), Column("name", "string")]
+# `mod_user` is a data column of the source here: the _hx table must not take it over.
+SENSOR = [
+    Column("sensor_id", "bigint"),
+    Column("site_id", "bigint"),
+    Column("val", "bigint"),
+    Column("mod_user", "string"),
+]
+READING = [
+    Column("reading_id", "bigint"),
+    Column("site_id", "bigint"),
+    Column("sensor_id", "bigint"),
+    Column("note", "string"),
+]
+
+
+def version(start: dt.datetime, end: dt.datetime = TMAX, **values) -> dict:
+    return {**values, START: start, END: end, ACTIVE: end == TMAX, SYNCED: start}
+
+
+def batch(table: str, columns, key: str, n: int, author: str, versions=(), deletes=(), earliest=None) -> Batch:
+    """A history-mode batch; the earliest set is each key's first version in the batch."""
+    if earliest is None:
+        firsts: dict = {}
+        for v in versions:
+            firsts[v[key]] = min(firsts.get(v[key], v[START]), v[START])
+        earliest = [{key: k, START: s} for k, s in firsts.items()]
+    return Batch(
+        table=table,
+        batch_id=f"{n:06d}",
+        sequence=n,
+        key=[key],
+        columns=columns,
+        replace=list(versions),
+        delete=[{key: k, END: e} for k, e in deletes],
+        earliest=earliest,
+        author=author,
+    )
+
+
+@pytest.fixture(scope="module")
+def project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("hx")), unique_schema("hx"))
+    project.landing.mkdir()
+    return project
+
+
+def hx_rows(project: DbtProject, name: str, id_column: str) -> list[dict]:
+    return [normalize(r) for r in project.rows(f"select * from {{schema}}.`{name}` order by `{id_column}`")]
+
+
+def txn_of(project: DbtProject, table: str, batch_id: str | int) -> int:
+    """The transaction that applied a batch of a table."""
+    batch_id = f"{batch_id:06d}" if isinstance(batch_id, int) else batch_id
+    query = "select txn_id from {schema}.lakehistory_transactions where source_table = '%s' and batch_id = '%s'"
+    return project.rows(query % (table, batch_id))[0]["txn_id"]
+
+
+def test_pycds_invariants_over_interleaved_inserts_updates_and_deletes(project: DbtProject) -> None:
+    site = HistoryCase(project, "site", SITE, ["site_id"])
+    sensor = HistoryCase(project, "sensor", SENSOR, ["sensor_id"])
+    reading = HistoryCase(project, "reading", READING, ["reading_id"])
+    add_hx(project, "site", ["site_id"], "site")
+    add_hx(project, "sensor", ["sensor_id"], "sensor", [(["site_id"], "site")])
+    add_hx(project, "reading", ["reading_id"], "reading", [(["site_id"], "site"), (["sensor_id"], "sensor")])
+    for t in ("site", "sensor", "reading"):
+        add_main(project, t)
+
+    def run() -> None:
+        project.run_ok("run", "--select", "under_test")
+
+    # Round 1 (alice): two sites, a sensor on site 1 and one without a site, a reading.
+    site.land(
+        batch(
+            "site",
+            SITE,
+            "site_id",
+            1,
+            "alice",
+            [version(T(1), site_id=1, name="x"), version(T(1), site_id=2, name="y")],
+        )
+    )
+    sensor.land(
+        batch(
+            "sensor", SENSOR, "sensor_id", 1, "alice",
+            [version(T(2), sensor_id=10, site_id=1, val=100, mod_user="mallory"),
+             version(T(2), sensor_id=11, site_id=None, val=200, mod_user="mallory")],
+        )
+    )  # fmt: skip
+    reading.land(
+        batch(
+            "reading",
+            READING,
+            "reading_id",
+            1,
+            "alice",
+            [version(T(3), reading_id=100, site_id=1, sensor_id=10, note="a")],
+        )
+    )
+    run()
+    after_round_1 = {t: hx_rows(project, f"{t}_hx", f"{t}_hx_id") for t in ("site", "sensor", "reading")}
+
+    # Round 2 (bob): site 1 renamed, site 2 deleted, the sensor's value changes, the reading's note.
+    site.land(batch("site", SITE, "site_id", 2, "bob", [version(T(4), site_id=1, name="x2")], deletes=[(2, T(5))]))
+    sensor.land(
+        batch(
+            "sensor",
+            SENSOR,
+            "sensor_id",
+            2,
+            "bob",
+            [version(T(6), sensor_id=10, site_id=1, val=101, mod_user="mallory")],
+        )
+    )
+    reading.land(
+        batch(
+            "reading",
+            READING,
+            "reading_id",
+            2,
+            "bob",
+            [version(T(7), reading_id=100, site_id=1, sensor_id=10, note="b")],
+        )
+    )
+    run()
+
+    # Round 3 (carol): site 1 renamed again, site 2 back, sensor 10 deleted. No reading batch.
+    site.land(
+        batch(
+            "site",
+            SITE,
+            "site_id",
+            3,
+            "carol",
+            [version(T(8), site_id=1, name="x3"), version(T(10), site_id=2, name="y2")],
+        )
+    )
+    sensor.land(batch("sensor", SENSOR, "sensor_id", 3, "carol", deletes=[(10, T(9))]))
+    run()
+
+    s1, s2, s3 = (txn_of(project, "site", n) for n in (1, 2, 3))
+    e1, e2, e3 = (txn_of(project, "sensor", n) for n in (1, 2, 3))
+    r1, r2 = (txn_of(project, "reading", n) for n in (1, 2))
+
+    def site_row(i, site_id, name, t, user, deleted, txn):
+        return {
+            "site_id": site_id,
+            "name": name,
+            "mod_time": naive(t),
+            "mod_user": user,
+            "deleted": deleted,
+            "site_hx_id": i,
+            "txn_id": txn,
+        }
+
+    expected_site = [
+        site_row(1, 1, "x", T(1), "alice", False, s1),
+        site_row(2, 2, "y", T(1), "alice", False, s1),
+        site_row(3, 1, "x2", T(4), "bob", False, s2),
+        site_row(4, 2, "y", T(5) + ONE_MS, "bob", True, s2),  # the deletion carries the last values
+        site_row(5, 1, "x3", T(8), "carol", False, s3),
+        site_row(6, 2, "y2", T(10), "carol", False, s3),
+    ]
+    assert hx_rows(project, "site_hx", "site_hx_id") == expected_site
+
+    def sensor_row(i, sensor_id, site_id, val, t, user, deleted, site_hx, txn):
+        return {
+            "sensor_id": sensor_id, "site_id": site_id, "val": val, "mod_time": naive(t), "mod_user": user,
+            "deleted": deleted, "sensor_hx_id": i, "site_hx_id": site_hx, "txn_id": txn,
+        }  # fmt: skip
+
+    expected_sensor = [
+        sensor_row(1, 10, 1, 100, T(2), "alice", False, 1, e1),  # the data's mod_user='mallory' is not taken
+        sensor_row(2, 11, None, 200, T(2), "alice", False, None, e1),  # NULL foreign key: NULL history key, row kept
+        sensor_row(3, 10, 1, 101, T(6), "bob", False, 3, e2),  # site 1 at 6:00 is x2 (site_hx 3)
+        sensor_row(4, 10, 1, 101, T(9) + ONE_MS, "carol", True, 5, e3),  # deleted at 9:00; site 1 then is x3
+    ]
+    assert hx_rows(project, "sensor_hx", "sensor_hx_id") == expected_sensor
+
+    def reading_row(i, note, t, user, site_hx, sensor_hx, txn):
+        return {
+            "reading_id": 100, "site_id": 1, "sensor_id": 10, "note": note, "mod_time": naive(t), "mod_user": user,
+            "deleted": False, "reading_hx_id": i, "site_hx_id": site_hx, "sensor_hx_id": sensor_hx, "txn_id": txn,
+        }  # fmt: skip
+
+    expected_reading = [reading_row(1, "a", T(3), "alice", 1, 1, r1), reading_row(2, "b", T(7), "bob", 3, 3, r2)]
+    assert hx_rows(project, "reading_hx", "reading_hx_id") == expected_reading
+
+    # Append-only: what round 1 recorded is unchanged, ids included.
+    for t, rows in after_round_1.items():
+        assert hx_rows(project, f"{t}_hx", f"{t}_hx_id")[: len(rows)] == rows
+
+    # Main tables: the current rows with mod_time and mod_user of their latest change.
+    assert sorted(project.rows("select * from {schema}.site_main"), key=lambda r: r["site_id"]) == [
+        {"site_id": 1, "name": "x3", "mod_time": naive(T(8)), "mod_user": "carol"},
+        {"site_id": 2, "name": "y2", "mod_time": naive(T(10)), "mod_user": "carol"},
+    ]
+    assert project.rows("select * from {schema}.sensor_main") == [
+        {"sensor_id": 11, "site_id": None, "val": 200, "mod_time": naive(T(2)), "mod_user": "alice"}
+    ]
+
+    # Round 4 (dave): a late version of site 1 at 5:30, between x2 (4:00) and x3 (8:00), re-sending x3.
+    site.land(
+        batch(
+            "site", SITE, "site_id", 4, "dave",
+            [version(T(5.5), T(8) - ONE_MS, site_id=1, name="x-late"), version(T(8), site_id=1, name="x3")],
+        )
+    )  # fmt: skip
+    run()
+    s4 = txn_of(project, "site", 4)
+    # One row with an early mod_time and the next id; re-sent x3 appends nothing.
+    assert hx_rows(project, "site_hx", "site_hx_id") == [
+        *expected_site,
+        site_row(7, 1, "x-late", T(5.5), "dave", False, s4),
+    ]
+    # The sensor's history keys stay as recorded...
+    assert hx_rows(project, "sensor_hx", "sensor_hx_id") == expected_sensor
+    # ...and hx_resolved gives the valid-time-correct parent as known now: at 6:00 that is x-late.
+    resolved = project.rows(
+        "select sensor_hx_id, site_hx_id, site_hx_id_valid from "
+        + project.compile_inline("{{ lakehistory.hx_resolved(ref('sensor_hx')) }}")
+        + " as r order by sensor_hx_id"
+    )
+    assert resolved == [
+        {"sensor_hx_id": 1, "site_hx_id": 1, "site_hx_id_valid": 1},
+        {"sensor_hx_id": 2, "site_hx_id": None, "site_hx_id_valid": None},
+        {"sensor_hx_id": 3, "site_hx_id": 3, "site_hx_id_valid": 7},
+        {"sensor_hx_id": 4, "site_hx_id": 5, "site_hx_id_valid": 5},
+    ]
+    # Running again with nothing new appends nothing.
+    run()
+    assert len(hx_rows(project, "site_hx", "site_hx_id")) == 7
+    assert hx_rows(project, "sensor_hx", "sensor_hx_id") == expected_sensor
+
+
+# --- random change streams against the reference models ---------------------------------------------
+
+
+def _at_param(project: DbtProject, model: str) -> str:
+    """`hx_as_of(model, at)` compiled once, `at` a session variable the test sets per instant."""
+    project.spark.sql("declare or replace variable lh_test_at timestamp")
+    return project.compile_inline(f"select * from {{{{ lakehistory.hx_as_of(ref('{model}'), 'lh_test_at') }}}} as h")
+
+
+def _latest_start_state(table, instant: dt.datetime, key, data) -> dict:
+    """Rule 18's state at an instant; where a late version left its predecessor overlapping
+    (rule 8), the later start wins."""
+    out: dict = {}
+    for r in sorted(state_at(table, instant), key=lambda r: r[START]):
+        out[tuple(r[k] for k in key)] = tuple(normalize_value(r.get(c)) for c in data)
+    return out
+
+
+def normalize_value(v):
+    return naive(v) if isinstance(v, dt.datetime) else v
+
+
+@pytest.mark.parametrize("composite", [False, True], ids=["single_key", "composite_key"])
+def test_random_streams_match_the_hx_reference_and_rebuild_every_instant(project: DbtProject, composite: bool) -> None:
+    key_columns = [Column("id", "bigint")] + ([Column("region", "string")] if composite else [])
+    counter = iter(range(1000))
+
+    @settings(
+        max_examples=3,
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],  # each step is a dbt run: report, don't shrink
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(stream=batch_streams(max_batches=3, max_keys=3, max_events=3, composite_key=composite, deleted_mode="none"))
+    def check(stream) -> None:
+        columns, key, batches = stream
+        table_columns = key_columns + SUPERSET[:-1]  # every data column a stream may draw, no `deleted`
+        data = [c.name for c in table_columns if c.name not in key]
+        name = f"hxs_{'c' if composite else 's'}_{next(counter)}"
+        case = HistoryCase(project, name, table_columns, key)
+        add_hx(project, name, key, name)
+        oracle = HxOracle(key, data)
+        reference: list = []
+        for i, b in enumerate(batches):
+            padded = dataclasses.replace(pad(b, table_columns), author=f"user{i}")
+            case.land(padded)
+            project.run_ok("run", "--select", name, f"{name}_hx")
+            reference = apply_batch(reference, padded)
+            oracle.record(reference, txn_of(project, name, b.batch_id), padded.author)
+            actual = [
+                {**{k: v for k, v in r.items() if k != f"{name}_hx_id"}, "id": r[f"{name}_hx_id"]}
+                for r in hx_rows(project, f"{name}_hx", f"{name}_hx_id")
+            ]
+            expected = [{k: normalize_value(v) for k, v in r.items()} for r in oracle.table()]
+            assert actual == expected, f"after batch {b.batch_id}"
+        # The _hx reading equals the reference state at every instant where something changes.
+        query = _at_param(project, f"{name}_hx")
+        instants = sorted(
+            {t for r in reference for t in (r[START], r[END], r[END] + ONE_MS, r[START] - ONE_MS) if t < TMAX}
+        )
+        for t in instants:
+            project.spark.sql(f"set var lh_test_at = timestamp'{naive(t).isoformat(sep=' ')}'")
+            rebuilt = {tuple(r[k] for k in key): tuple(r[c] for c in data) for r in project.rows(query)}
+            assert rebuilt == _latest_start_state(reference, t, key, data), f"state at {t}"
+
+    check()
+
+
+# --- the snapshot path: daily full extracts captured by a dbt snapshot -----------------------------
+
+GAUGE_HEADER = ["gauge_id", "label", "level", "extracted_at", "extracted_by"]
+
+
+def land_extract(project: DbtProject, day: str, by: str, rows: list[tuple]) -> None:
+    folder = project.landing / "extracts" / "gauge"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [",".join(GAUGE_HEADER)] + [
+        ",".join(["" if v is None else str(v) for v in r] + [f"{day}T03:00:00.000Z", by]) for r in rows
+    ]
+    (folder / f"{day}.csv").write_text("\n".join(lines) + "\n")
+
+
+def snapshot_project(project: DbtProject) -> None:
+    folder = project.project_dir / "models" / "under_test"
+    folder.mkdir(parents=True, exist_ok=True)
+    source = {
+        "version": 2,
+        "sources": [
+            {
+                "name": "test_extracts",
+                "meta": {"lakehistory": {"landing_root": "{{ env_var('LAKEHISTORY_LANDING') }}"}},
+                "tables": [
+                    {
+                        "name": "gauge",
+                        "meta": {"lakehistory": {"key": ["gauge_id"]}},
+                        "columns": [
+                            {"name": "gauge_id", "data_type": "bigint"},
+                            {"name": "label", "data_type": "string"},
+                            {"name": "level", "data_type": "double"},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    (folder / "_test_extracts__sources.yml").write_text(json.dumps(source, indent=2))
+    snapshots = project.project_dir / "snapshots" / "under_test"
+    snapshots.mkdir(parents=True, exist_ok=True)
+    (snapshots / "gauge_snapshot.sql").write_text(
+        textwrap.dedent("""\
+            {% snapshot gauge_snapshot %}
+            {{ config(unique_key='gauge_id', strategy='check', check_cols=['gauge_id', 'label', 'level'],
+                      updated_at='extracted_at', hard_deletes='new_record',
+                      meta={'lakehistory': {'extract': true}},
+                      post_hook="{{ lakehistory.record_capture('gauge') }}") }}
+            select * from {{ lakehistory.landing_extract('test_extracts', 'gauge') }}
+            {% endsnapshot %}
+        """)
+    )
+    add_hx(project, "gauge", ["gauge_id"], "gauge_snapshot")
+    add_main(project, "gauge")
+
+
+@pytest.fixture
+def gauges(lakehouse: Path, tmp_path: Path) -> DbtProject:
+    project = DbtProject(copy_project(tmp_path / "project"), unique_schema("gauges"))
+    project.landing.mkdir()
+    snapshot_project(project)
+    return project
+
+
+def build_gauges(project: DbtProject) -> None:
+    project.run_ok("build", "--select", "gauge_snapshot", "gauge_hx", "gauge_main")
+
+
+def test_snapshot_path_records_deletes_re_adds_and_nothing_twice(gauges: DbtProject) -> None:
+    land_extract(gauges, "2024-06-01", "dump-a", [(1, "one", 1.0), (2, "two", 2.0)])
+    land_extract(gauges, "2024-06-02", "dump-b", [(1, "one", 1.5)])  # 2 deleted, 1 changed
+    land_extract(gauges, "2024-06-03", "dump-c", [(1, "one", 1.5), (2, "two again", 2.0)])  # 2 re-added
+    for _ in range(3):  # one extract per run, oldest first
+        build_gauges(gauges)
+    txns = gauges.rows(
+        "select txn_id, operation, source_table, batch_id, author, versions_opened, versions_closed"
+        " from {schema}.lakehistory_transactions order by txn_id"
+    )
+    assert [(t["operation"], t["source_table"], t["batch_id"], t["author"]) for t in txns] == [
+        ("snapshot", "gauge", "2024-06-01", "dump-a"),
+        ("snapshot", "gauge", "2024-06-02", "dump-b"),
+        ("snapshot", "gauge", "2024-06-03", "dump-c"),
+    ]
+    assert [(t["versions_opened"], t["versions_closed"]) for t in txns] == [(2, 0), (2, 2), (1, 1)]
+
+    def d(day: int) -> dt.datetime:
+        return dt.datetime(2024, 6, day, 3)
+
+    def row(i, gauge_id, label, level, day, by, deleted, txn):
+        return {
+            "gauge_id": gauge_id, "label": label, "level": level, "mod_time": d(day), "mod_user": by,
+            "deleted": deleted, "gauge_hx_id": i, "txn_id": txn,
+        }  # fmt: skip
+
+    t1, t2, t3 = (t["txn_id"] for t in txns)
+    expected = [
+        row(1, 1, "one", 1.0, 1, "dump-a", False, t1),
+        row(2, 2, "two", 2.0, 1, "dump-a", False, t1),
+        row(3, 1, "one", 1.5, 2, "dump-b", False, t2),
+        row(4, 2, "two", 2.0, 2, "dump-b", True, t2),  # gone from the extract: deleted, last values
+        row(5, 2, "two again", 2.0, 3, "dump-c", False, t3),  # back: a new version
+    ]
+    assert hx_rows(gauges, "gauge_hx", "gauge_hx_id") == expected
+    snapshot_rows = gauges.rows(
+        "select gauge_id, label, dbt_valid_from, dbt_valid_to, dbt_is_deleted"
+        " from {schema}.gauge_snapshot where gauge_id = 2 order by dbt_valid_from"
+    )
+    assert [(r["label"], r["dbt_valid_from"], r["dbt_valid_to"], r["dbt_is_deleted"]) for r in snapshot_rows] == [
+        ("two", d(1), d(2), "False"),
+        ("two", d(2), d(3), "True"),
+        ("two again", d(3), None, "False"),
+    ]
+    assert sorted(
+        (r["gauge_id"], r["label"], r["mod_time"], r["mod_user"])
+        for r in gauges.rows("select * from {schema}.gauge_main")
+    ) == [
+        (1, "one", d(2), "dump-b"),
+        (2, "two again", d(3), "dump-c"),
+    ]
+
+    # Capturing the same extract again adds nothing: no snapshot row, no transaction, no _hx row.
+    count = gauges.rows("select count(*) as n from {schema}.gauge_snapshot")[0]["n"]
+    build_gauges(gauges)
+    assert gauges.rows("select count(*) as n from {schema}.gauge_snapshot")[0]["n"] == count
+    assert len(gauges.rows("select * from {schema}.lakehistory_transactions")) == 3
+    assert hx_rows(gauges, "gauge_hx", "gauge_hx_id") == expected
+
+
+def test_a_bad_extract_stops_the_snapshot_and_changes_nothing(gauges: DbtProject) -> None:
+    land_extract(gauges, "2024-06-01", "dump-a", [(1, "one", 1.0)])
+    build_gauges(gauges)
+    before = gauges.rows("select * from {schema}.gauge_snapshot")
+    land_extract(gauges, "2024-06-02", "dump-b", [(1, "one", 1.0), (2, "two", "high")])
+    message = gauges.run_fails("build", "--select", "gauge_snapshot", "gauge_hx")
+    assert "Extract gauge/2024-06-02.csv: data row 2: column level: double expected" in message
+    assert gauges.rows("select * from {schema}.gauge_snapshot") == before
+    assert len(gauges.rows("select * from {schema}.lakehistory_transactions")) == 1

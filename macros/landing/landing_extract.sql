@@ -1,0 +1,60 @@
+{#-
+  landing_extract(source_name, table_name)
+
+  For a dbt snapshot of a table that lands as daily full extracts: the oldest extract the snapshot
+  has not captured yet (or, when it has them all, the latest again, which changes nothing), typed
+  by the source entry's columns and validated, with `extracted_at` and `extracted_by`. Returns a
+  relation to select from (the Delta table `<snapshot>__lh_extract`, rewritten each run). One
+  extract per run keeps each day's changes at their own time.
+
+      {% snapshot meta_vars_snapshot %}
+      {{ config(unique_key='vars_id', strategy='check', check_cols=[...the table's columns...],
+                updated_at='extracted_at', hard_deletes='new_record',
+                meta={'lakehistory': {'extract': true}},
+                post_hook="{{ lakehistory.record_capture('meta_vars') }}") }}
+      select * from {{ lakehistory.landing_extract('crmp_extracts', 'meta_vars') }}
+      {% endsnapshot %}
+
+  `meta.lakehistory.extract` makes the snapshot's clock the extract's time (rows it closes or marks
+  deleted), and the post-hook records the capture as a transaction. A bad extract stops the run
+  with an error naming the file, data row and column; the snapshot is left as it was.
+-#}
+{% macro landing_extract(source_name, table_name) %}
+  {%- set relation = source(source_name, table_name) -%}
+  {%- if not execute -%}
+    {{ return('(select 1 as not_executed)') }}
+  {%- endif -%}
+  {%- set node = lakehistory._source_node(source_name, table_name) -%}
+  {%- set source_meta = (node.source_meta or {}).get('lakehistory', {}) -%}
+  {%- set table_meta = (node.meta or {}).get('lakehistory', {}) -%}
+  {%- set landing_root = table_meta.get('landing_root') or source_meta.get('landing_root') -%}
+  {%- set key = table_meta.get('key') -%}
+  {%- if not landing_root or not key -%}
+    {{ exceptions.raise_compiler_error(
+        "Source " ~ source_name ~ "." ~ table_name ~ " needs meta.lakehistory.landing_root (on the source or the table)"
+        ~ " and meta.lakehistory.key (on the table).") }}
+  {%- endif -%}
+  {%- set columns = [] -%}
+  {%- for column in node.columns.values() -%}
+    {%- if not column.data_type -%}
+      {{ exceptions.raise_compiler_error("Source " ~ source_name ~ "." ~ table_name ~ ": column " ~ column.name ~ " needs a data_type.") }}
+    {%- endif -%}
+    {%- do columns.append([column.name, column.data_type]) -%}
+  {%- endfor -%}
+  {%- set staged = lakehistory.staged_extract(this) -%}
+  {%- do adapter.call_python('lakehistory.landing.extracts:stage_next_extract', {
+      'staged': staged | string,
+      'landing_root': landing_root,
+      'table': table_name,
+      'key': key,
+      'columns': columns,
+      'snapshot': this | string,
+  }) -%}
+  {{ return(staged) }}
+{% endmacro %}
+
+
+{#- The extract a snapshot captures in this run, typed: a Delta table beside the snapshot. -#}
+{% macro staged_extract(snapshot) %}
+  {{ return(api.Relation.create(schema=snapshot.schema, identifier=snapshot.identifier ~ '__lh_extract', type='table')) }}
+{% endmacro %}

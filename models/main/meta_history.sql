@@ -1,0 +1,2 @@
+-- meta_history as it is now (seed 003's main table): its current rows with mod_time and mod_user.
+select * from {{ lakehistory.hx_current(ref('meta_history_hx')) }}
