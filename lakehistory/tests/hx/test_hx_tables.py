@@ -412,19 +412,29 @@ def test_snapshot_path_records_deletes_re_adds_and_nothing_twice(gauges: DbtProj
     land_extract(gauges, "2024-06-03", "dump-c", [(1, "one", 1.5), (2, "two again", 2.0)])  # 2 re-added
     for _ in range(3):  # one extract per run, oldest first
         build_gauges(gauges)
+
+    def d(day: int) -> dt.datetime:
+        return dt.datetime(2024, 6, day, 3)
+
     txns = gauges.rows(
         "select txn_id, operation, source_table, batch_id, author, versions_opened, versions_closed"
         " from {schema}.lakehistory_transactions order by txn_id"
     )
+    snapshot_rows = gauges.rows(
+        "select gauge_id, label, dbt_valid_from, dbt_valid_to, dbt_is_deleted"
+        " from {schema}.gauge_snapshot where gauge_id = 2 order by dbt_valid_from"
+    )
+    assert [(r["label"], r["dbt_valid_from"], r["dbt_valid_to"], r["dbt_is_deleted"]) for r in snapshot_rows] == [
+        ("two", d(1), d(2), "False"),
+        ("two", d(2), d(3), "True"),
+        ("two again", d(3), None, "False"),
+    ]
     assert [(t["operation"], t["source_table"], t["batch_id"], t["author"]) for t in txns] == [
         ("snapshot", "gauge", "2024-06-01", "dump-a"),
         ("snapshot", "gauge", "2024-06-02", "dump-b"),
         ("snapshot", "gauge", "2024-06-03", "dump-c"),
     ]
     assert [(t["versions_opened"], t["versions_closed"]) for t in txns] == [(2, 0), (2, 2), (1, 1)]
-
-    def d(day: int) -> dt.datetime:
-        return dt.datetime(2024, 6, day, 3)
 
     def row(i, gauge_id, label, level, day, by, deleted, txn):
         return {
@@ -441,15 +451,6 @@ def test_snapshot_path_records_deletes_re_adds_and_nothing_twice(gauges: DbtProj
         row(5, 2, "two again", 2.0, 3, "dump-c", False, t3),  # back: a new version
     ]
     assert hx_rows(gauges, "gauge_hx", "gauge_hx_id") == expected
-    snapshot_rows = gauges.rows(
-        "select gauge_id, label, dbt_valid_from, dbt_valid_to, dbt_is_deleted"
-        " from {schema}.gauge_snapshot where gauge_id = 2 order by dbt_valid_from"
-    )
-    assert [(r["label"], r["dbt_valid_from"], r["dbt_valid_to"], r["dbt_is_deleted"]) for r in snapshot_rows] == [
-        ("two", d(1), d(2), "False"),
-        ("two", d(2), d(3), "True"),
-        ("two again", d(3), None, "False"),
-    ]
     assert sorted(
         (r["gauge_id"], r["label"], r["mod_time"], r["mod_user"])
         for r in gauges.rows("select * from {schema}.gauge_main")

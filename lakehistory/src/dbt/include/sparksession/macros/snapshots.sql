@@ -12,3 +12,14 @@
     {{ current_timestamp() }}
   {%- endif -%}
 {% endmacro %}
+
+
+{#-
+  dbt-spark's get_columns_in_relation macro returns the raw rows of `describe extended` (col_name,
+  data_type, comment, and the table's metadata rows), which have no `name`. dbt's snapshots use it
+  for `hard_deletes: new_record`: every deletion record then carried NULL in every column, its key
+  included. The adapter's own method returns the table's columns.
+-#}
+{% macro sparksession__get_columns_in_relation(relation) -%}
+  {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}
