@@ -1,8 +1,8 @@
 -- Stations and their networks as the project knew them after one transaction: a consistent cut of
 -- two history tables at the same version. Change `version` to any transaction id of
 -- lakehistory_transactions (or use version_at for an instant, see stations_as_known_at.sql).
--- In the demo, transactions 1-4 are meta_network's batches and 5-8 meta_station's: 6 is the
--- state after meta_station's second batch.
+-- In the demo every day records five transactions (two snapshot captures and the batches of
+-- meta_network, meta_station and obs_raw), so 6 is early on the second day.
 {% set version = 6 %}
 select
     s.station_id,

@@ -7,19 +7,30 @@
   relation to select from (the Delta table `<snapshot>__lh_extract`, rewritten each run). One
   extract per run keeps each day's changes at their own time.
 
-      {% snapshot meta_vars_snapshot %}
-      {{ config(unique_key='vars_id', strategy='check', check_cols=[...the table's columns...],
-                updated_at='extracted_at', hard_deletes='new_record',
-                meta={'lakehistory': {'extract': true}},
-                post_hook="{{ lakehistory.record_capture('meta_vars') }}") }}
-      select * from {{ lakehistory.landing_extract('crmp_extracts', 'meta_vars') }}
-      {% endsnapshot %}
+  Call it from an ephemeral staging model that names its snapshot, and point the snapshot at it:
+
+      -- models/stg_crmp_extracts__meta_vars.sql
+      {{ config(materialized='ephemeral') }}
+      select * from {{ lakehistory.landing_extract('crmp_extracts', 'meta_vars', 'meta_vars_snapshot') }}
+
+      # snapshots/crmp_extracts__snapshots.yml
+      snapshots:
+        - name: meta_vars_snapshot
+          relation: ref('stg_crmp_extracts__meta_vars')
+          config:
+            unique_key: vars_id
+            strategy: check
+            check_cols: [...the table's columns...]
+            updated_at: extracted_at
+            hard_deletes: new_record
+            meta: {lakehistory: {extract: true}}
+            post_hook: "{{ lakehistory.record_capture('meta_vars') }}"
 
   `meta.lakehistory.extract` makes the snapshot's clock the extract's time (rows it closes or marks
   deleted), and the post-hook records the capture as a transaction. A bad extract stops the run
   with an error naming the file, data row and column; the snapshot is left as it was.
 -#}
-{% macro landing_extract(source_name, table_name) %}
+{% macro landing_extract(source_name, table_name, snapshot_name=none) %}
   {%- set relation = source(source_name, table_name) -%}
   {%- if not execute -%}
     {{ return('(select 1 as not_executed)') }}
@@ -41,16 +52,27 @@
     {%- endif -%}
     {%- do columns.append([column.name, column.data_type]) -%}
   {%- endfor -%}
-  {%- set staged = lakehistory.staged_extract(this) -%}
+  {%- set snapshot = lakehistory._snapshot_relation(snapshot_name) if snapshot_name else this -%}
+  {%- set staged = lakehistory.staged_extract(snapshot) -%}
   {%- do adapter.call_python('lakehistory.landing.extracts:stage_next_extract', {
       'staged': staged | string,
       'landing_root': landing_root,
       'table': table_name,
       'key': key,
       'columns': columns,
-      'snapshot': this | string,
+      'snapshot': snapshot | string,
   }) -%}
   {{ return(staged) }}
+{% endmacro %}
+
+
+{% macro _snapshot_relation(name) %}
+  {%- for node in graph.nodes.values() -%}
+    {%- if node.resource_type == 'snapshot' and node.name == name -%}
+      {{ return(api.Relation.create(schema=node.schema, identifier=node.alias or node.name, type='table')) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ exceptions.raise_compiler_error("No snapshot " ~ name ~ " in the project.") }}
 {% endmacro %}
 
 

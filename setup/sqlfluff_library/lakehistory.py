@@ -37,3 +37,29 @@ def version_at(at) -> int:
 
 def transactions_relation() -> str:
     return "`lakehistory_transactions`"
+
+
+# Daily extracts (macros/landing) and _hx tables (macros/hx).
+def landing_extract(source_name: str, table_name: str, snapshot_name: str | None = None) -> str:
+    return f"`{table_name}_snapshot__lh_extract`"
+
+
+def record_capture(source_table: str) -> str:
+    return ""
+
+
+def hx_current(relation) -> str:
+    return "`lakehistory_hx_current`"
+
+
+def hx_as_of(relation, at, txn=None) -> str:
+    return "`lakehistory_hx_as_of`"
+
+
+def hx_resolved(relation) -> str:
+    return "`lakehistory_hx_resolved`"
+
+
+def database_as_of(at, txn=None) -> str:
+    tables = ("meta_network", "meta_station", "meta_history", "meta_vars", "obs_raw")
+    return ",\n".join(f"{t} as (select * from `lakehistory_hx_as_of_{t}`)" for t in tables)

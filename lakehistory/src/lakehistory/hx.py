@@ -128,8 +128,8 @@ class Source:
         """The rows of `rows` that recording `rec` opened or closed."""
         raise NotImplementedError
 
-    def changed_since(self, after: Recording | None) -> DataFrame:
-        """Rows opened or closed by any recording after `after` (all rows when None)."""
+    def changed(self, pending: Sequence[Recording]) -> DataFrame:
+        """Rows opened or closed by the `pending` recordings."""
         raise NotImplementedError
 
     def change_points(self, rows: DataFrame, rec: Recording) -> DataFrame:
@@ -165,12 +165,9 @@ class FivetranSource(Source):
     def touched(self, rows: DataFrame, rec: Recording) -> DataFrame:
         return rows.where((F.col("valid_from") == F.lit(rec.at)) | (F.col("valid_to") == F.lit(rec.at)))
 
-    def changed_since(self, after: Recording | None) -> DataFrame:
-        if after is None:
-            return self.frame
-        return self.frame.where(
-            (F.col("valid_from") > F.lit(after.at)) | (F.col("valid_to") > F.lit(after.at)) & ~self._open_at(after.at)
-        )
+    def changed(self, pending: Sequence[Recording]) -> DataFrame:
+        ats = [F.lit(r.at) for r in pending]
+        return self.frame.where((F.col("valid_from") >= F.lit(pending[0].at)) | F.col("valid_to").isin(*ats))
 
     def change_points(self, rows: DataFrame, rec: Recording) -> DataFrame:
         key, cols = list(self.spec.key), list(self.spec.columns)
@@ -224,10 +221,8 @@ class SnapshotSource(Source):
     def touched(self, rows: DataFrame, rec: Recording) -> DataFrame:
         return rows.where(F.col("dbt_valid_from") == F.lit(rec.at))
 
-    def changed_since(self, after: Recording | None) -> DataFrame:
-        if after is None:
-            return self.frame
-        return self.frame.where(F.col("dbt_valid_from") > F.lit(after.at))
+    def changed(self, pending: Sequence[Recording]) -> DataFrame:
+        return self.frame.where(F.col("dbt_valid_from") >= F.lit(pending[0].at))
 
     def change_points(self, rows: DataFrame, rec: Recording) -> DataFrame:
         key, cols = list(self.spec.key), list(self.spec.columns)
@@ -311,11 +306,17 @@ def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str) -> D
         F.col(MOD_TIME).alias("_t"),
         F.col(child_id).alias("_child"),
     )
-    parents = fk.parent.select(
-        *[_q(c).alias(n) for c, n in zip(fk.parent_columns, k, strict=True)],
-        F.col(MOD_TIME).alias("_t"),
-        _q(parent_id).alias("_parent"),
-    ).join(wanted.select(*k).distinct(), k, "left_semi")
+    wanted_keys = wanted.select(*k).distinct()
+    lo, hi = wanted_keys.agg(F.min("_k0"), F.max("_k0")).collect()[0]  # one row: a range Delta can skip by
+    parents = (
+        fk.parent.where(_q(fk.parent_columns[0]).between(F.lit(lo), F.lit(hi)))
+        .select(
+            *[_q(c).alias(n) for c, n in zip(fk.parent_columns, k, strict=True)],
+            F.col(MOD_TIME).alias("_t"),
+            _q(parent_id).alias("_parent"),
+        )
+        .join(wanted_keys, k, "left_semi")
+    )
     # Parents sort before children at an equal time (at or before), and by id among themselves.
     tagged = parents.select(
         *k, "_t", F.lit(0).alias("_side"), "_parent", F.lit(None).cast("bigint").alias("_child")
@@ -411,13 +412,18 @@ def append_rows(spec: HxSpec, src: Source, transactions: DataFrame, existing: Da
         return _empty(session, spec, src.frame)
 
     # Everything below works on the keys the pending transactions touched, read once.
-    touched = src.changed_since(None if existing is None else _recording_before(src, transactions, last_txn))
-    keys = touched.select(*[_q(k) for k in key]).distinct()
-    rows = src.frame.join(keys, key, "left_semi").localCheckpoint()
+    touched = src.frame if existing is None else src.changed(pending)
+    keys = touched.select(*[_q(k) for k in key]).distinct().localCheckpoint()
+    # The touched keys' range of the first key column, as a filter Delta can skip files with
+    # (a semi join alone reads the whole table).
+    in_range = _key_range(keys, key[0])
+    rows = src.frame.where(in_range).join(keys, key, "left_semi").localCheckpoint()
     recorded = (
         []
         if existing is None
-        else [existing.join(keys, key, "left_semi").select(*_hx_state(cols), _order(TXN_ID, spec.hx_id))]
+        else [
+            existing.where(in_range).join(keys, key, "left_semi").select(*_hx_state(cols), _order(TXN_ID, spec.hx_id))
+        ]
     )
     appended: list[DataFrame] = []
     for rec in pending:
@@ -451,6 +457,13 @@ def append_rows(spec: HxSpec, src: Source, transactions: DataFrame, existing: Da
     return out.select(*[_q(c) for c in spec.output_columns])
 
 
+def _key_range(keys: DataFrame, column: str) -> Column:
+    lo, hi = keys.agg(F.min(_q(column)), F.max(_q(column))).collect()[0]  # one row
+    if lo is None:
+        return F.lit(False)
+    return _q(column).between(F.lit(lo), F.lit(hi))
+
+
 def _hx_state(cols: Sequence[str]) -> list:
     return [*[_q(c) for c in cols], F.col(MOD_TIME), F.col(DELETED)]
 
@@ -463,9 +476,3 @@ def _order(txn: str | None, row_id: str | None) -> Column:
         return F.col(name).cast("bigint") if name else F.lit(None).cast("bigint")
 
     return F.struct(part(txn).alias("txn"), part(row_id).alias("id")).alias("_ord")
-
-
-def _recording_before(src: Source, transactions: DataFrame, last_txn: int) -> Recording | None:
-    """The last recording already in the `_hx` table: what changed after it is to be looked at."""
-    done = [r for r in src.recordings(transactions, 0) if r.txn_id <= last_txn]
-    return done[-1] if done else None

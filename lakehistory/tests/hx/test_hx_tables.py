@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -377,19 +376,26 @@ def snapshot_project(project: DbtProject) -> None:
         ],
     }
     (folder / "_test_extracts__sources.yml").write_text(json.dumps(source, indent=2))
+    (folder / "stg_gauge.sql").write_text(
+        "{{ config(materialized='ephemeral') }}\n"
+        "select * from {{ lakehistory.landing_extract('test_extracts', 'gauge', 'gauge_snapshot') }}\n"
+    )
     snapshots = project.project_dir / "snapshots" / "under_test"
     snapshots.mkdir(parents=True, exist_ok=True)
-    (snapshots / "gauge_snapshot.sql").write_text(
-        textwrap.dedent("""\
-            {% snapshot gauge_snapshot %}
-            {{ config(unique_key='gauge_id', strategy='check', check_cols=['gauge_id', 'label', 'level'],
-                      updated_at='extracted_at', hard_deletes='new_record',
-                      meta={'lakehistory': {'extract': true}},
-                      post_hook="{{ lakehistory.record_capture('gauge') }}") }}
-            select * from {{ lakehistory.landing_extract('test_extracts', 'gauge') }}
-            {% endsnapshot %}
-        """)
-    )
+    snapshot = {
+        "name": "gauge_snapshot",
+        "relation": "ref('stg_gauge')",
+        "config": {
+            "unique_key": "gauge_id",
+            "strategy": "check",
+            "check_cols": ["gauge_id", "label", "level"],
+            "updated_at": "extracted_at",
+            "hard_deletes": "new_record",
+            "meta": {"lakehistory": {"extract": True}},
+            "post_hook": "{{ lakehistory.record_capture('gauge') }}",
+        },
+    }
+    (snapshots / "gauge_snapshot.yml").write_text(json.dumps({"version": 2, "snapshots": [snapshot]}, indent=2))
     add_hx(project, "gauge", ["gauge_id"], "gauge_snapshot")
     add_main(project, "gauge")
 
@@ -476,3 +482,12 @@ def test_a_bad_extract_stops_the_snapshot_and_changes_nothing(gauges: DbtProject
     assert "Extract gauge/2024-06-02.csv: data row 2: column level: double expected" in message
     assert gauges.rows("select * from {schema}.gauge_snapshot") == before
     assert len(gauges.rows("select * from {schema}.lakehistory_transactions")) == 1
+
+
+def test_a_source_column_that_clashes_with_the_hx_columns_stops_the_model(project: DbtProject) -> None:
+    columns = [Column("tag_id", "bigint"), Column("deleted", "boolean")]
+    tag = HistoryCase(project, "tag", columns, ["tag_id"])
+    add_hx(project, "tag", ["tag_id"], "tag")
+    tag.land(batch("tag", columns, "tag_id", 1, "alice", [version(T(1), tag_id=1, deleted=False)]))
+    message = project.run_fails("run", "--select", "tag", "tag_hx")
+    assert "tag_hx: source column(s) deleted clash with _hx system columns" in message

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import DbtProject, copy_project, unique_schema
+from lakehistory.generator import GeneratorConfig, generate
 from lakehistory.platform import connect_server
 
 pytestmark = pytest.mark.connect
@@ -47,7 +48,11 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory):
 
 def test_sql_and_python_models_seeds_and_snapshots_run_over_connect(connect_url: str, tmp_path: Path) -> None:
     project = DbtProject(copy_project(tmp_path / "project"), unique_schema("connect"), target="connect")
-    project.run_ok("build")
+    # Two days of the CRMP demo through both paths: batches merged, extracts snapshotted, _hx built.
+    config = GeneratorConfig(scale=2, syncs=2, seed=5)
+    for sync in (1, 2):
+        generate(project.landing, config, extract_tables=["meta_history", "meta_vars"], only_sync=sync)
+        project.run_ok("build")
 
     from pyspark.sql import SparkSession
 
@@ -63,3 +68,15 @@ def test_sql_and_python_models_seeds_and_snapshots_run_over_connect(connect_url:
     assert project.rows("select count(*) as n from {schema}.platform_variable_first_seen")[0]["n"] == len(seed)
     detail = project.rows("describe detail {schema}.platform_variable_catalog")[0]
     assert detail["format"] == "delta"
+
+    # The _hx models ran their whole path over Connect: the main tables are the current states.
+    active = project.rows("select count(*) as n from {schema}.meta_station_history_mode where _fivetran_active")[0]["n"]
+    assert project.rows("select count(*) as n from {schema}.meta_station")[0]["n"] == active > 0
+    current_vars = project.rows(
+        "select count(*) as n from {schema}.meta_vars_snapshot where dbt_valid_to is null and dbt_is_deleted = 'False'"
+    )
+    assert project.rows("select count(*) as n from {schema}.meta_vars")[0]["n"] == current_vars[0]["n"] > 0
+    unresolved = project.rows(
+        "select count(*) as n from {schema}.obs_raw_hx where meta_vars_hx_id is null or meta_history_hx_id is null"
+    )
+    assert unresolved[0]["n"] == 0
