@@ -61,6 +61,7 @@
       'key': key,
       'columns': columns,
       'snapshot': snapshot | string,
+      'transactions': lakehistory.transactions_relation() | string,
   }) -%}
   {{ return(staged) }}
 {% endmacro %}

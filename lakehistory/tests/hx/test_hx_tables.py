@@ -327,8 +327,12 @@ def test_random_streams_match_the_hx_reference_and_rebuild_every_instant(project
             assert actual == expected, f"after batch {b.batch_id}"
         # The _hx reading equals the reference state at every instant where something changes.
         query = _at_param(project, f"{name}_hx")
+        ends = [r[END] for r in reference if r[END] < TMAX]
         instants = sorted(
-            {t for r in reference for t in (r[START], r[END], r[END] + ONE_MS, r[START] - ONE_MS) if t < TMAX}
+            {r[START] for r in reference}
+            | {r[START] - ONE_MS for r in reference}
+            | set(ends)
+            | {e + ONE_MS for e in ends}
         )
         for t in instants:
             project.spark.sql(f"set var lh_test_at = timestamp'{naive(t).isoformat(sep=' ')}'")

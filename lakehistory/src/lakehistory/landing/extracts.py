@@ -50,12 +50,19 @@ def extract_days(spark: SparkSession, landing_root: str, table: str) -> list[tup
     return sorted(out)
 
 
-def captured_day(spark: SparkSession, snapshot: str | None) -> dt.date | None:
-    """The day of the latest extract the snapshot holds (None before its first run)."""
-    if not snapshot or not spark.catalog.tableExists(snapshot):
+def captured_day(spark: SparkSession, transactions: str | None, snapshot: str | None) -> dt.date | None:
+    """The day of the latest extract the snapshot has captured: its latest `snapshot` transaction
+    (a day without changes leaves no row in the snapshot, but it is captured). None before the
+    first capture."""
+    if not snapshot or not transactions or not spark.catalog.tableExists(transactions):
         return None
-    latest = spark.table(snapshot).agg(F.max("dbt_valid_from")).collect()[0][0]
-    return latest.date() if latest is not None else None
+    latest = (
+        spark.table(transactions)
+        .where((F.col("operation") == "snapshot") & (F.lower("history_table") == snapshot.lower()))
+        .agg(F.max("batch_id"))
+        .collect()[0][0]
+    )
+    return dt.date.fromisoformat(latest) if latest is not None else None
 
 
 def read_extract(
@@ -130,12 +137,13 @@ def stage_next_extract(
     key: Sequence[str],
     columns: Sequence[Sequence[str]],
     snapshot: str | None = None,
+    transactions: str | None = None,
 ) -> str | None:
     """Entry point for dbt (`adapter.call_python`): write the extract `snapshot` is to capture
     next to the Delta table `staged` (replacing what it held). Returns the extract's day (None when
     no extract has landed yet: `staged` is then empty)."""
     days = extract_days(spark, landing_root, table)
-    done = captured_day(spark, snapshot)
+    done = captured_day(spark, transactions, snapshot)
     todo = [d for d in days if done is None or d[0] > done]
     if days and done is not None and days[-1][0] < done:
         raise ExtractError(
