@@ -10,12 +10,7 @@
 {% macro _apply_history_batch(target, staged, transactions, keys, columns, deleted_column, ordinal, add_columns=[]) %}
   {%- set data_columns = columns | map(attribute='name') | reject('in', keys) | list -%}
   {%- set first_key = columns | selectattr('name', 'equalto', keys[0]) | first -%}
-  {#- The next id, and the transaction's time: now, but always after the previous transaction's. -#}
-  {%- set now = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
-  {%- set next = run_query(
-      "select coalesce(max(txn_id), 0) + 1, date_format(greatest(timestamp'" ~ now ~ "',"
-      ~ " max(started_at) + interval 1 millisecond), 'yyyy-MM-dd HH:mm:ss.SSS') from " ~ transactions).rows[0] -%}
-  {%- set txn_id, started_at = next[0] | int, next[1] -%}
+  {%- set txn_id, started_at = lakehistory.next_transaction(transactions) -%}
   {%- set version = lakehistory.version_value(txn_id, started_at) -%}
   {%- set open = lakehistory.open_version() -%}
   {%- set append_only = lakehistory.append_only() -%}
@@ -188,7 +183,7 @@
   {%- set delta_version = run_query("describe history " ~ target ~ " limit 1").rows[0][0] | int -%}
 
   {%- call statement('lakehistory_record_transaction') -%}
-    insert into {{ transactions }}
+    insert into {{ transactions }} ({{ lakehistory.transaction_columns() }})
     select
         {{ txn_id }} as txn_id,
         {{ lakehistory.naksha_uuid(txn_id, "timestamp'" ~ started_at ~ "'", 0) }} as txn_uuid,

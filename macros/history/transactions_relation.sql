@@ -45,3 +45,22 @@
   {%- endif -%}
   {{ return(relation) }}
 {% endmacro %}
+
+
+{#- The next transaction: its id (max + 1: one writer at a time per lakehouse) and its time (now,
+    but always after the previous transaction's, so started_at orders transactions too). -#}
+{% macro next_transaction(transactions) %}
+  {%- set now = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
+  {%- set next = run_query(
+      "select coalesce(max(txn_id), 0) + 1, date_format(greatest(timestamp'" ~ now ~ "',"
+      ~ " max(started_at) + interval 1 millisecond), 'yyyy-MM-dd HH:mm:ss.SSS') from " ~ transactions).rows[0] -%}
+  {{ return([next[0] | int, next[1]]) }}
+{% endmacro %}
+
+
+{#- The columns of the transactions table, in order: for `insert into ... (columns) select ...`. -#}
+{% macro transaction_columns() %}
+  {{ return('txn_id, txn_uuid, operation, source_table, history_table, batch_id, batch_sequence, author, app_id,'
+      ~ ' commit_message, started_at, committed_at, rows_in, versions_opened, versions_closed,'
+      ~ ' rows_overlap_deleted, rows_purged, delta_version') }}
+{% endmacro %}

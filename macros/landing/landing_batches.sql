@@ -24,6 +24,22 @@
   {%- if not execute -%}
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}
+  {%- set landed = lakehistory._landed_table(source_name, table_name) -%}
+  {%- set view = '__lakehistory_pending__' ~ source_name ~ '__' ~ table_name -%}
+  {%- do adapter.call_python('lakehistory.landing.staging:register_pending_batches', {
+      'view': view,
+      'landing_root': landed.landing_root,
+      'table': table_name,
+      'key': landed.key,
+      'columns': landed.columns,
+      'transactions': lakehistory.transactions_relation() | string,
+  }) -%}
+  {{ return(adapter.quote(view)) }}
+{% endmacro %}
+
+
+{#- Where a landed table's files are, its key and its typed columns, from its source entry. -#}
+{% macro _landed_table(source_name, table_name) %}
   {%- set node = lakehistory._source_node(source_name, table_name) -%}
   {%- set source_meta = (node.source_meta or {}).get('lakehistory', {}) -%}
   {%- set table_meta = (node.meta or {}).get('lakehistory', {}) -%}
@@ -41,16 +57,7 @@
     {%- endif -%}
     {%- do columns.append([column.name, column.data_type]) -%}
   {%- endfor -%}
-  {%- set view = '__lakehistory_pending__' ~ source_name ~ '__' ~ table_name -%}
-  {%- do adapter.call_python('lakehistory.landing.staging:register_pending_batches', {
-      'view': view,
-      'landing_root': landing_root,
-      'table': table_name,
-      'key': key,
-      'columns': columns,
-      'transactions': lakehistory.transactions_relation() | string,
-  }) -%}
-  {{ return(adapter.quote(view)) }}
+  {{ return({'landing_root': landing_root, 'key': key, 'columns': columns}) }}
 {% endmacro %}
 
 

@@ -35,31 +35,15 @@
   {%- if not execute -%}
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}
-  {%- set node = lakehistory._source_node(source_name, table_name) -%}
-  {%- set source_meta = (node.source_meta or {}).get('lakehistory', {}) -%}
-  {%- set table_meta = (node.meta or {}).get('lakehistory', {}) -%}
-  {%- set landing_root = table_meta.get('landing_root') or source_meta.get('landing_root') -%}
-  {%- set key = table_meta.get('key') -%}
-  {%- if not landing_root or not key -%}
-    {{ exceptions.raise_compiler_error(
-        "Source " ~ source_name ~ "." ~ table_name ~ " needs meta.lakehistory.landing_root (on the source or the table)"
-        ~ " and meta.lakehistory.key (on the table).") }}
-  {%- endif -%}
-  {%- set columns = [] -%}
-  {%- for column in node.columns.values() -%}
-    {%- if not column.data_type -%}
-      {{ exceptions.raise_compiler_error("Source " ~ source_name ~ "." ~ table_name ~ ": column " ~ column.name ~ " needs a data_type.") }}
-    {%- endif -%}
-    {%- do columns.append([column.name, column.data_type]) -%}
-  {%- endfor -%}
+  {%- set landed = lakehistory._landed_table(source_name, table_name) -%}
   {%- set snapshot = lakehistory._snapshot_relation(snapshot_name) if snapshot_name else this -%}
   {%- set staged = lakehistory.staged_extract(snapshot) -%}
   {%- do adapter.call_python('lakehistory.landing.extracts:stage_next_extract', {
       'staged': staged | string,
-      'landing_root': landing_root,
+      'landing_root': landed.landing_root,
       'table': table_name,
-      'key': key,
-      'columns': columns,
+      'key': landed.key,
+      'columns': landed.columns,
       'snapshot': snapshot | string,
       'transactions': lakehistory.transactions_relation() | string,
   }) -%}

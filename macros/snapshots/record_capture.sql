@@ -13,18 +13,10 @@
   {%- set transactions = lakehistory.ensure_transactions_table() -%}
   {%- set staged = lakehistory.staged_extract(this) -%}
   {%- set clock = '(select max(extracted_at) from ' ~ staged ~ ')' -%}
-  {%- set now = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
-  {%- set next = run_query(
-      "select coalesce(max(txn_id), 0) + 1, date_format(greatest(timestamp'" ~ now ~ "',"
-      ~ " max(started_at) + interval 1 millisecond), 'yyyy-MM-dd HH:mm:ss.SSS') from " ~ transactions).rows[0] -%}
-  {%- set txn_id, started_at = next[0] | int, next[1] -%}
+  {%- set txn_id, started_at = lakehistory.next_transaction(transactions) -%}
   {%- set delta_version = run_query("describe history " ~ this ~ " limit 1").rows[0][0] | int -%}
   {%- set day = "date_format(" ~ clock ~ ", 'yyyy-MM-dd')" -%}
-  insert into {{ transactions }} (
-      txn_id, txn_uuid, operation, source_table, history_table, batch_id, batch_sequence, author, app_id,
-      commit_message, started_at, committed_at, rows_in, versions_opened, versions_closed,
-      rows_overlap_deleted, rows_purged, delta_version
-  )
+  insert into {{ transactions }} ({{ lakehistory.transaction_columns() }})
   select
       {{ txn_id }},
       {{ lakehistory.naksha_uuid(txn_id, "timestamp'" ~ started_at ~ "'", 0) }},

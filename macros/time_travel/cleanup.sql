@@ -35,7 +35,6 @@
   {%- else -%}
     {%- set cutoff = "timestamp'" ~ modules.datetime.datetime.fromisoformat(before_version | string).isoformat(sep=' ') ~ "'" -%}
   {%- endif -%}
-  {%- set started_at = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
   {#- The versions no answer at or after the cutoff needs (an append-only table: superseded rows). -#}
   {%- if lakehistory.append_only() -%}
     {%- set keys = lakehistory.history_keys(target) + ['_fivetran_start'] -%}
@@ -53,7 +52,7 @@
     {{ log("cleanup: " ~ model ~ " holds no version closed at or before transaction " ~ cutoff ~ "; nothing to do", info=true) }}
     {{ return(0) }}
   {%- endif -%}
-  {%- set txn_id = last + 1 -%}
+  {%- set txn_id, started_at = lakehistory.next_transaction(transactions) -%}
   {%- call statement('lakehistory_cleanup') -%}
     {%- if lakehistory.append_only() %}
     merge into {{ target }} as t
@@ -66,11 +65,7 @@
   {%- endcall -%}
   {%- set delta_version = run_query("describe history " ~ target ~ " limit 1").rows[0][0] | int -%}
   {%- call statement('lakehistory_record_cleanup') -%}
-    insert into {{ transactions }} (
-        txn_id, txn_uuid, operation, source_table, history_table, batch_id, batch_sequence, author, app_id,
-        commit_message, started_at, committed_at, rows_in, versions_opened, versions_closed,
-        rows_overlap_deleted, rows_purged, delta_version
-    )
+    insert into {{ transactions }} ({{ lakehistory.transaction_columns() }})
     select
         {{ txn_id }},
         {{ lakehistory.naksha_uuid(txn_id, "timestamp'" ~ started_at ~ "'", 0) }},

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .staging import _first_line, _typed
+from .staging import _first_line, _typed, read_csv
 
 EXTRACTED_AT, EXTRACTED_BY = "extracted_at", "extracted_by"
 
@@ -76,14 +76,7 @@ def read_extract(
         return ExtractError(f"Extract {table}/{name}: {message}")
 
     try:
-        raw = (
-            spark.read.option("header", True)
-            .option("multiLine", True)
-            .option("quote", '"')
-            .option("escape", '"')
-            .option("mode", "FAILFAST")
-            .csv(path)
-        )
+        raw = read_csv(spark, path)
         present = raw.columns
     except Exception as exc:
         raise fail(f"cannot be read: {_first_line(exc)}") from exc

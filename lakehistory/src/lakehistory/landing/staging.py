@@ -276,8 +276,16 @@ def _read_file(spark: SparkSession, path: str, file_format: str) -> DataFrame:
     if file_format == "parquet":
         frame = spark.read.parquet(path)
         return frame.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in frame.columns])
-    # Backslash is an ordinary character; quotes are doubled; quoted fields may span lines.
-    frame = (
+    frame = read_csv(spark, path)
+    # Spark reads an empty field as NULL; in a batch file it is the empty string (spec rule 5),
+    # and NULL is only ever the batch's null_string.
+    return frame.select(*[F.coalesce(F.col(f"`{c}`"), F.lit("")).alias(c) for c in frame.columns])
+
+
+def read_csv(spark: SparkSession, path: str) -> DataFrame:
+    """A landed CSV file as Spark reads it: header, every cell a string (an empty field NULL).
+    Backslash is an ordinary character; quotes are doubled; quoted fields may span lines."""
+    return (
         spark.read.option("header", True)
         .option("multiLine", True)
         .option("quote", '"')
@@ -286,9 +294,6 @@ def _read_file(spark: SparkSession, path: str, file_format: str) -> DataFrame:
         .option("encoding", "UTF-8")
         .csv(path)
     )
-    # Spark reads an empty field as NULL; in a batch file it is the empty string (spec rule 5),
-    # and NULL is only ever the batch's null_string.
-    return frame.select(*[F.coalesce(F.col(f"`{c}`"), F.lit("")).alias(c) for c in frame.columns])
 
 
 def _expected_columns(spec: TableSpec, kind: str) -> tuple[set[str], set[str]]:
