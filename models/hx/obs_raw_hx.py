@@ -8,4 +8,10 @@ from lakehistory.hx import build_hx
 
 def model(dbt, session):
     dbt.config(materialized="incremental", full_refresh=False)
-    return build_hx(dbt, session, dbt.config.get("meta"), dbt.ref("obs_raw_history"), parents={"meta_history_hx": dbt.ref("meta_history_hx"), "meta_vars_hx": dbt.ref("meta_vars_hx")})
+    return build_hx(
+        dbt,
+        session,
+        dbt.config.get("meta"),
+        dbt.ref("obs_raw_history"),
+        parents={"meta_history_hx": dbt.ref("meta_history_hx"), "meta_vars_hx": dbt.ref("meta_vars_hx")},
+    )
