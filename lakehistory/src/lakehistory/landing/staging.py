@@ -621,12 +621,11 @@ def applied_batches(spark: SparkSession, transactions: str | None, table: str) -
     """Read the transactions table (None or missing: nothing applied yet)."""
     if transactions is None or not spark.catalog.tableExists(transactions):
         return Applied(frozenset(), None)
-    rows = (
-        spark.table(transactions)
-        .where((F.col("source_table") == F.lit(table)) & (F.col("operation") == "batch"))
-        .select("batch_id", "batch_sequence")
-        .collect()
-    )
+    recorded = spark.table(transactions)
+    applied = recorded.where(F.col("source_table") == F.lit(table))
+    if "operation" in recorded.columns:  # (a table of an earlier layout is refused by the merge, by name)
+        applied = applied.where(F.col("operation") == "batch")  # not a snapshot's capture of the same table
+    rows = applied.select("batch_id", "batch_sequence").collect()
     return Applied(frozenset(r.batch_id for r in rows), max((r.batch_sequence for r in rows), default=None))
 
 
