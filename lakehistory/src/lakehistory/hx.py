@@ -202,21 +202,31 @@ class SnapshotSource(Source):
         self.has_deleted_flag = "dbt_is_deleted" in frame.columns
 
     def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
-        captures = self.frame.select(
-            F.col("dbt_valid_from").alias("at"), F.date_format("dbt_valid_from", "yyyy-MM-dd").alias("day")
-        ).distinct()
-        rows = (
+        captured = (
             transactions.where(
                 (F.lower("history_table") == self.relation)
                 & (F.col("operation") == "snapshot")
                 & (F.col("txn_id") > after_txn)
             )
-            .join(captures, F.col("batch_id") == F.col("day"))
-            .select("txn_id", "at", "author")
-            .orderBy("txn_id")
+            .select("txn_id", "batch_id", "author")
             .collect()  # one row per capture
         )
-        return [Recording(r.txn_id, r["at"], r.author) for r in rows]
+        if not captured:
+            return []
+        # Each capture's time is its rows' dbt_valid_from on its day; read only the pending days
+        # (a range Delta can skip files by), not the whole snapshot.
+        first_day = min(r.batch_id for r in captured)
+        times = dict(
+            self.frame.where(F.col("dbt_valid_from") >= F.to_timestamp(F.lit(first_day)))
+            .select(F.date_format("dbt_valid_from", "yyyy-MM-dd").alias("day"), F.col("dbt_valid_from").alias("at"))
+            .distinct()
+            .collect()  # one row per captured day
+        )
+        # A capture that changed nothing left no row, and has nothing to record.
+        return sorted(
+            (Recording(r.txn_id, times[r.batch_id], r.author) for r in captured if r.batch_id in times),
+            key=lambda rec: rec.txn_id,
+        )
 
     def touched(self, rows: DataFrame, rec: Recording) -> DataFrame:
         return rows.where(F.col("dbt_valid_from") == F.lit(rec.at))
