@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness import DbtProject
-from lakehistory.landing.batch import ACTIVE, END, START, SYNCED, Batch, Column, Row
+from lakehistory.landing.batch import ACTIVE, END, START, SYNCED, TMAX, Batch, Column, Row
 from lakehistory.landing.writer import write_batch
 
 OPEN = 9223372036854775807
@@ -141,3 +141,40 @@ def pad(batch: Batch, columns: Sequence[Column]) -> Batch:
         return [{**{n: None for n in names}, **r} for r in rows]
 
     return dataclasses.replace(batch, columns=list(columns), replace=fill(batch.replace), update=fill(batch.update))
+
+
+# --- hand-written batches ------------------------------------------------------------------
+
+BASE = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+
+
+def T(hours: float) -> dt.datetime:  # noqa: N802
+    return BASE + dt.timedelta(hours=hours)
+
+
+def naive(t: dt.datetime) -> dt.datetime:
+    return t.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def version(start: dt.datetime, end: dt.datetime = TMAX, **values) -> dict:
+    return {**values, START: start, END: end, ACTIVE: end == TMAX, SYNCED: start}
+
+
+def batch(table: str, columns, key: str, n: int, author: str, versions=(), deletes=(), earliest=None) -> Batch:
+    """A history-mode batch; the earliest set is each key's first version in the batch."""
+    if earliest is None:
+        firsts: dict = {}
+        for v in versions:
+            firsts[v[key]] = min(firsts.get(v[key], v[START]), v[START])
+        earliest = [{key: k, START: s} for k, s in firsts.items()]
+    return Batch(
+        table=table,
+        batch_id=f"{n:06d}",
+        sequence=n,
+        key=[key],
+        columns=columns,
+        replace=list(versions),
+        delete=[{key: k, END: e} for k, e in deletes],
+        earliest=earliest,
+        author=author,
+    )

@@ -37,10 +37,10 @@
   {%- endif -%}
   {#- The versions no answer at or after the cutoff needs (an append-only table: superseded rows). -#}
   {%- if lakehistory.append_only() -%}
-    {%- set keys = lakehistory.history_keys(target) + ['_fivetran_start'] -%}
+    {%- set versions = lakehistory.history_keys(target) + ['_fivetran_start'] -%}
     {%- set doomed -%}
-      select {{ lakehistory._columns(keys, none) }}, `valid_from` from (
-          select *, lead(`valid_from`) over (partition by {{ lakehistory._columns(keys, none) }} order by `valid_from`) as `_lh_next`
+      select {{ lakehistory._columns(versions, none) }}, `valid_from` from (
+          select *, lead(`valid_from`) over (partition by {{ lakehistory._columns(versions, none) }} order by `valid_from`) as `_lh_next`
           from {{ target }}
       ) where `_lh_next` <= {{ cutoff }}
     {%- endset -%}
@@ -53,11 +53,27 @@
     {{ return(0) }}
   {%- endif -%}
   {%- set txn_id, started_at = lakehistory.next_transaction(transactions) -%}
+  {#- The keys whose versions go, for the feature states' PURGE (feature_states.sql). Written
+      first and replaced on a retry, which reuses the id: a cleanup that fails later leaves rows
+      under an id no cleanup transaction has, and they are never read. -#}
+  {%- set keys = lakehistory.history_keys(target) -%}
+  {%- set purged_keys = lakehistory.purged_keys_relation(target) -%}
+  {%- call statement('lakehistory_purged_keys') -%}
+    create table if not exists {{ purged_keys }} using delta as
+    select cast(null as bigint) as `txn_id`, {{ lakehistory._columns(keys, none) }} from {{ target }} where false
+  {%- endcall -%}
+  {%- call statement('lakehistory_purged_keys') -%}
+    delete from {{ purged_keys }} where `txn_id` = {{ txn_id }}
+  {%- endcall -%}
+  {%- call statement('lakehistory_purged_keys') -%}
+    insert into {{ purged_keys }}
+    select distinct {{ txn_id }}, {{ lakehistory._columns(keys, none) }} from ({{ doomed }})
+  {%- endcall -%}
   {%- call statement('lakehistory_cleanup') -%}
     {%- if lakehistory.append_only() %}
     merge into {{ target }} as t
     using ({{ doomed }}) as d
-    on {{ lakehistory._join_on('t', 'd', keys) }} and t.`valid_from` = d.`valid_from`
+    on {{ lakehistory._join_on('t', 'd', versions) }} and t.`valid_from` = d.`valid_from`
     when matched then delete
     {%- else %}
     delete from {{ target }} where `valid_to` <= {{ cutoff }}

@@ -13,26 +13,15 @@ import json
 from pathlib import Path
 
 import pytest
-from history_case import SUPERSET, HistoryCase, normalize, pad
+from history_case import SUPERSET, HistoryCase, T, batch, naive, normalize, pad, version
 from hx_case import add_hx, add_main
 from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, unique_schema
-from lakehistory.landing.batch import ACTIVE, END, ONE_MS, START, SYNCED, TMAX, Batch, Column
+from lakehistory.landing.batch import END, ONE_MS, START, TMAX, Column
 from oracle.fivetran import apply_batch, state_at
 from oracle.hx import HxOracle
 from oracle.streams import batch_streams
-
-BASE = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
-
-
-def T(hours: float) -> dt.datetime:  # noqa: N802
-    return BASE + dt.timedelta(hours=hours)
-
-
-def naive(t: dt.datetime) -> dt.datetime:
-    return t.astimezone(dt.UTC).replace(tzinfo=None)
-
 
 SITE = [Column("site_id", "bigint"), Column("name", "string")]
 # `mod_user` is a data column of the source here: the _hx table must not take it over.
@@ -48,30 +37,6 @@ READING = [
     Column("sensor_id", "bigint"),
     Column("note", "string"),
 ]
-
-
-def version(start: dt.datetime, end: dt.datetime = TMAX, **values) -> dict:
-    return {**values, START: start, END: end, ACTIVE: end == TMAX, SYNCED: start}
-
-
-def batch(table: str, columns, key: str, n: int, author: str, versions=(), deletes=(), earliest=None) -> Batch:
-    """A history-mode batch; the earliest set is each key's first version in the batch."""
-    if earliest is None:
-        firsts: dict = {}
-        for v in versions:
-            firsts[v[key]] = min(firsts.get(v[key], v[START]), v[START])
-        earliest = [{key: k, START: s} for k, s in firsts.items()]
-    return Batch(
-        table=table,
-        batch_id=f"{n:06d}",
-        sequence=n,
-        key=[key],
-        columns=columns,
-        replace=list(versions),
-        delete=[{key: k, END: e} for k, e in deletes],
-        earliest=earliest,
-        author=author,
-    )
 
 
 @pytest.fixture(scope="module")

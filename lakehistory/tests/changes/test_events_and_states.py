@@ -1,0 +1,380 @@
+"""Event history (seed 001, ESQL) and feature states (seed 002, Naksha) built by dbt on Spark from
+history tables, checked against the Fivetran reference model and the time-travel macros, and on a
+hand-checked fixture (events, states and the per-column change log written out by hand)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime as dt
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from history_case import SUPERSET, HistoryCase, T, batch, naive, normalize, pad, version
+from hypothesis import HealthCheck, Phase, given, settings
+
+from harness import DbtProject, copy_project, unique_schema
+from lakehistory.landing.batch import ACTIVE, ONE_MS, Column
+from oracle.fivetran import apply_batch
+from oracle.streams import batch_streams
+
+DATABASE_ID = 0x0123456789  # 40 bits: every uuid must carry it
+INSERT, DELETE, UPDATE_FROM, UPDATE_TO = 1, 2, 3, 4
+HIST = ("_hist_trans_id", "_hist_user", "_hist_event", "_hist_time", "_hist_valid_time")
+STATE = (
+    "action",
+    "version",
+    "uuid",
+    "puuid",
+    "txn",
+    "txn_id",
+    "author",
+    "app_id",
+    "created_at",
+    "updated_at",
+    "valid_created_at",
+    "valid_updated_at",
+    "deleted",
+)
+
+
+@pytest.fixture(scope="module")
+def project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("changes")), unique_schema("changes"))
+    with (project.project_dir / "dbt_project.yml").open("a") as f:
+        f.write(f"\nvars:\n  lakehistory_database_id: {DATABASE_ID}\n")
+    project.landing.mkdir()
+    return project
+
+
+def add_changes(project: DbtProject, table: str) -> None:
+    """What a user writes for a history table: its events, its feature states, a core history."""
+    folder = project.project_dir / "models" / "under_test"
+    config = "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
+    (folder / f"{table}_events.sql").write_text(config + f"{{{{ lakehistory.event_history(ref('{table}')) }}}}\n")
+    (folder / f"{table}_states.sql").write_text(config + f"{{{{ lakehistory.feature_states(ref('{table}')) }}}}\n")
+    (folder / f"{table}_core.sql").write_text(
+        config + f"{{{{ lakehistory.core_history({{'{table}': ref('{table}_events')}}) }}}}\n"
+    )
+
+
+def run(project: DbtProject, table: str) -> None:
+    project.run_ok("run", "--select", f"{table}+")
+
+
+def read(project: DbtProject, name: str, order: str) -> list[dict]:
+    return [normalize(r) for r in project.rows(f"select * from {{schema}}.`{name}` order by {order}")]
+
+
+def table_transactions(project: DbtProject, table: str) -> list[dict]:
+    """The transactions of one history table: its batches and cleanups."""
+    target = project.compile_inline(f"{{{{ ref('{table}') }}}}").strip()
+    query = f"select * from {{schema}}.lakehistory_transactions where history_table = '{target}' order by txn_id"
+    return [normalize(r) for r in project.rows(query)]
+
+
+def decode(u: str) -> dict:
+    """A Naksha uuid's fields (seed 002's bit layout), read in plain Python."""
+    n = uuid.UUID(u).int
+    high, low = n >> 64, n & (2**64 - 1)
+    assert (high >> 12) & 0xF == 4 and low >> 62 == 0b10, f"{u}: not version 4, variant 1"
+    return {
+        "object_id": ((high >> 16) << 12) | (high & 0xFFF),
+        "date": dt.date(2000 + ((low >> 52) & 0x3FF), (low >> 48) & 0xF, (low >> 43) & 0x1F),
+        "object_type": (low >> 40) & 0x7,
+        "database_id": low & (2**40 - 1),
+    }
+
+
+def replay_events(events: list[dict], key: list[str], data: list[str], upto: int) -> dict:
+    """The table rebuilt from its events up to a transaction: inserts and update_to set a row,
+    deletes remove it."""
+    state: dict = {}
+    for e in sorted(events, key=lambda e: (e["_hist_trans_id"], e["_hist_event"])):
+        if e["_hist_trans_id"] > upto:
+            break
+        k = tuple(e[c] for c in key)
+        if e["_hist_event"] in (INSERT, UPDATE_TO):
+            state[k] = tuple(e[c] for c in data)
+        elif e["_hist_event"] == DELETE:
+            assert k in state, f"delete of a key that is not there: {e}"
+            del state[k]
+    return state
+
+
+def replay_states(states: list[dict], key: list[str], data: list[str], upto: int) -> dict:
+    """The table rebuilt from the feature states: each key's latest state up to a transaction,
+    unless it is deleted."""
+    latest: dict = {}
+    for s in states:
+        if s["txn_id"] <= upto:
+            k = tuple(s[c] for c in key)
+            if k not in latest or s["version"] > latest[k]["version"]:
+                latest[k] = s
+    return {k: tuple(s[c] for c in data) for k, s in latest.items() if not s["deleted"]}
+
+
+def reference_state(reference: list[dict], key: list[str], data: list[str]) -> dict:
+    return {tuple(r[c] for c in key): tuple(normalize(r)[c] for c in data) for r in reference if r[ACTIVE]}
+
+
+def as_of_states(project: DbtProject, table: str, txns: list[int], key: list[str], data: list[str]) -> dict:
+    """The table's current rows as of each transaction, through lakehistory.as_of."""
+    sql = " union all ".join(
+        f"select {v} as `_v`, * from {{{{ lakehistory.as_of(ref('{table}'), {v}) }}}} where `_fivetran_active`"
+        for v in txns
+    )
+    out: dict = {v: {} for v in txns}
+    for r in project.rows(project.compile_inline(sql)):
+        r = normalize(r)
+        out[r["_v"]][tuple(r[c] for c in key)] = tuple(r[c] for c in data)
+    return out
+
+
+def check_events(events: list[dict], txns: dict[int, dict], key: list[str]) -> None:
+    """update_from and update_to come in pairs; a transaction's events share its id, user and time."""
+    by_change = collections.defaultdict(list)
+    for e in events:
+        by_change[(e["_hist_trans_id"], tuple(e[c] for c in key))].append(e["_hist_event"])
+        t = txns[e["_hist_trans_id"]]
+        assert (e["_hist_user"], e["_hist_time"]) == (t["author"], t["started_at"]), e
+    for change, codes in by_change.items():
+        assert sorted(codes) in ([INSERT], [DELETE], [UPDATE_FROM, UPDATE_TO]), f"{change}: events {codes}"
+
+
+def check_core(core: list[dict], events: list[dict], table: str) -> None:
+    expected = collections.Counter(
+        (e["_hist_trans_id"], e["_hist_user"], table, e["_hist_event"], e["_hist_time"]) for e in events
+    )
+    actual = {(c["trans_id"], c["user_name"], c["table_name"], c["event"], c["at"]): c["rows_changed"] for c in core}
+    assert actual == dict(expected)
+
+
+def check_chains(states: list[dict], txns: dict[int, dict], key: list[str]) -> None:
+    """Per key: versions 1..n, each puuid the previous uuid; uuids unique and decoding to their
+    transaction, its date, type 1 and the database id; CREATE exactly when the key did not exist."""
+    assert len({s["uuid"] for s in states}) == len(states), "a uuid repeats"
+    chains = collections.defaultdict(list)
+    for s in states:
+        chains[tuple(s[c] for c in key)].append(s)
+    for k, chain in chains.items():
+        chain.sort(key=lambda s: s["version"])
+        assert [s["version"] for s in chain] == list(range(1, len(chain) + 1)), k
+        assert [s["puuid"] for s in chain] == [None] + [s["uuid"] for s in chain[:-1]], k
+        assert [s["txn_id"] for s in chain] == sorted(s["txn_id"] for s in chain), k
+        existed = False
+        for s in chain:
+            t = txns[s["txn_id"]]
+            fields = decode(s["uuid"])
+            assert fields["object_id"] >> 28 == s["txn_id"], s
+            assert (fields["date"], fields["object_type"], fields["database_id"]) == (
+                t["started_at"].date(),
+                1,
+                DATABASE_ID,
+            ), s
+            assert (s["txn"], s["updated_at"], s["created_at"]) == (
+                t["txn_uuid"],
+                t["started_at"],
+                txns[chain[0]["txn_id"]]["started_at"],
+            ), s
+            assert (s["action"] == "CREATE") == (not existed and s["action"] != "PURGE"), s
+            existed = not s["deleted"]
+
+
+# --- random streams --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("composite", [False, True], ids=["single_key", "composite_key"])
+def test_random_streams_replay_to_the_reference_and_the_time_travel_answers(
+    project: DbtProject, composite: bool
+) -> None:
+    counter = iter(range(1000))
+
+    @settings(
+        max_examples=2 if not composite else 1,
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],  # each step is a dbt run: report, don't shrink
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(stream=batch_streams(max_batches=4, max_keys=3, max_events=3, composite_key=composite, deleted_mode="none"))
+    def check(stream) -> None:
+        _, key, batches = stream
+        columns = [Column("id", "bigint")] + ([Column("region", "string")] if composite else []) + SUPERSET[:-1]
+        data = [c.name for c in columns]
+        name = f"chg_{'c' if composite else 's'}_{next(counter)}"
+        case = HistoryCase(project, name, columns, key)
+        add_changes(project, name)
+        reference: list = []
+        expected: dict[int, dict] = {}
+        for i, b in enumerate(batches):
+            padded = dataclasses.replace(pad(b, columns), author=f"user{i}")
+            case.land(padded)
+            run(project, name)
+            reference = apply_batch(reference, padded)
+            expected[case.transactions()[-1]["txn_id"]] = reference_state(reference, key, data)
+
+        # Cleanup before the middle transaction: PURGE exactly for the keys whose versions it removed.
+        txn_ids = sorted(expected)
+        before = {tuple(r[c] for c in key) + (r["valid_from"],) for r in case.physical_rows()}
+        cutoff = txn_ids[len(txn_ids) // 2]
+        project.run_ok(
+            "run-operation", "lakehistory.cleanup", "--args", json.dumps({"model": name, "before_version": cutoff})
+        )
+        after = {tuple(r[c] for c in key) + (r["valid_from"],) for r in case.physical_rows()}
+        run(project, name)
+
+        txns = {t["txn_id"]: t for t in table_transactions(project, name)}
+        events = read(project, f"{name}_events", "_hist_trans_id, _hist_event")
+        states = read(project, f"{name}_states", "txn_id, version")
+        check_events(events, txns, key)
+        check_core(read(project, f"{name}_core", "trans_id, event"), events, name)
+        check_chains(states, txns, key)
+
+        # Replayed to any transaction, both dialects give the reference state and the as-of answer.
+        answers = as_of_states(project, name, [v for v in txn_ids if v >= cutoff], key, data)
+        for v in txn_ids:
+            assert replay_events(events, key, data, v) == expected[v], f"events replayed to {v}"
+            assert replay_states(states, key, data, v) == expected[v], f"states replayed to {v}"
+            if v in answers:
+                assert answers[v] == expected[v], f"as_of {v}"
+        assert replay_states(states, key, data, max(txns)) == expected[txn_ids[-1]], "after the cleanup"
+
+        cleanups = [t for t in txns.values() if t["operation"] == "cleanup"]
+        purged = {tuple(s[c] for c in key) for s in states if s["action"] == "PURGE"}
+        assert purged == {r[:-1] for r in before - after}
+        assert all(s["txn_id"] == cleanups[0]["txn_id"] for s in states if s["action"] == "PURGE")
+        assert len(cleanups) == (1 if before - after else 0)
+
+        # Nothing pending: a run appends nothing.
+        run(project, name)
+        assert len(read(project, f"{name}_events", "_hist_trans_id")) == len(events)
+        assert len(read(project, f"{name}_states", "txn_id")) == len(states)
+
+    check()
+
+
+# --- a hand-checked fixture ------------------------------------------------------------------------
+
+GAUGE = [Column("gauge_id", "bigint"), Column("label", "string"), Column("level", "double")]
+
+
+def test_hand_checked_events_states_and_column_changes(project: DbtProject) -> None:
+    case = HistoryCase(project, "gauge", GAUGE, ["gauge_id"])
+    add_changes(project, "gauge")
+
+    def land(n, author, versions=(), deletes=()):
+        case.land(batch("gauge", GAUGE, "gauge_id", n, author, versions, deletes))
+        run(project, "gauge")
+        return case.transactions()[-1]
+
+    g = version
+    t1 = land(1, "alice", [g(T(1), gauge_id=1, label="a", level=None), g(T(1), gauge_id=2, label="b", level=1.5)])
+    t2 = land(2, "bob", [g(T(2), gauge_id=1, label="a", level=2.0), g(T(2), gauge_id=2, label=None, level=1.5)])
+    t3 = land(3, "carol", [g(T(3), gauge_id=3, label="z", level=0.0)], deletes=[(2, T(3))])
+    t4 = land(4, "dave", [g(T(4), gauge_id=2, label="c", level=3.0)])
+    # A late version of gauge 1 (valid before its current one) changes the past, not the current state.
+    # The batch re-sends the version after it, unchanged: the merge rewrites that row, no event.
+    late = [g(T(1.5), T(2) - ONE_MS, gauge_id=1, label="late", level=None), g(T(2), gauge_id=1, label="a", level=2.0)]
+    t5 = land(5, "erin", late)
+
+    def event(t, code, gauge_id, label, level, valid):
+        return {
+            "gauge_id": gauge_id,
+            "label": label,
+            "level": level,
+            "_hist_trans_id": t["txn_id"],
+            "_hist_user": t["author"],
+            "_hist_event": code,
+            "_hist_time": t["started_at"],
+            "_hist_valid_time": naive(valid),
+        }
+
+    assert read(project, "gauge_events", "_hist_trans_id, gauge_id, _hist_event") == [
+        event(t1, INSERT, 1, "a", None, T(1)),
+        event(t1, INSERT, 2, "b", 1.5, T(1)),
+        event(t2, UPDATE_FROM, 1, "a", None, T(2)),
+        event(t2, UPDATE_TO, 1, "a", 2.0, T(2)),
+        event(t2, UPDATE_FROM, 2, "b", 1.5, T(2)),
+        event(t2, UPDATE_TO, 2, None, 1.5, T(2)),
+        event(t3, DELETE, 2, None, 1.5, T(3) + ONE_MS),
+        event(t3, INSERT, 3, "z", 0.0, T(3)),
+        event(t4, INSERT, 2, "c", 3.0, T(4)),
+    ]
+    assert t5["versions_opened"] > 0  # the late version was applied, and made no event
+
+    changes = project.rows(
+        project.compile_inline(
+            "select * from {{ lakehistory.column_changes(ref('gauge_events')) }} order by txn_id, gauge_id, column_name"
+        )
+    )
+    assert [
+        (c["txn_id"], c["action"], c["user_name"], c["gauge_id"], c["column_name"], c["old_value"], c["new_value"])
+        for c in changes
+    ] == [
+        (t1["txn_id"], "insert", "alice", 1, "label", None, "a"),
+        (t1["txn_id"], "insert", "alice", 1, "level", None, None),
+        (t1["txn_id"], "insert", "alice", 2, "label", None, "b"),
+        (t1["txn_id"], "insert", "alice", 2, "level", None, "1.5"),
+        (t2["txn_id"], "update", "bob", 1, "level", None, "2.0"),  # NULL to value
+        (t2["txn_id"], "update", "bob", 2, "label", "b", None),  # value to NULL
+        (t3["txn_id"], "delete", "carol", 2, "label", None, None),
+        (t3["txn_id"], "delete", "carol", 2, "level", "1.5", None),
+        (t3["txn_id"], "insert", "carol", 3, "label", None, "z"),
+        (t3["txn_id"], "insert", "carol", 3, "level", None, "0.0"),
+        (t4["txn_id"], "insert", "dave", 2, "label", None, "c"),
+        (t4["txn_id"], "insert", "dave", 2, "level", None, "3.0"),
+    ]
+    assert normalize(changes[4])["changed_at"] == t2["started_at"]
+    # A time range: [t2, t3) holds bob's transaction only.
+    window = project.rows(
+        project.compile_inline(
+            "select txn_id, gauge_id, column_name from {{ lakehistory.column_changes(ref('gauge_events'),"
+            f" \"timestamp'{t2['started_at']}'\", \"timestamp'{t3['started_at']}'\") }}}}"
+            " order by gauge_id"
+        )
+    )
+    assert [tuple(r.values()) for r in window] == [(t2["txn_id"], 1, "level"), (t2["txn_id"], 2, "label")]
+
+    # Feature states of gauge 2: created, updated, deleted, created again (the chain goes on).
+    # Cleanup before t3 then removes versions of gauges 1 and 2 (closed by t2 and t3), not of 3.
+    project.run_ok(
+        "run-operation", "lakehistory.cleanup", "--args", json.dumps({"model": "gauge", "before_version": t3["txn_id"]})
+    )
+    t6 = table_transactions(project, "gauge")[-1]
+    assert t6["operation"] == "cleanup"
+    t7 = land(6, "frank", [g(T(6), gauge_id=2, label="d", level=3.0)])
+
+    def state(t, action, n, label, level, deleted, valid, valid_created):
+        return {
+            "gauge_id": 2,
+            "label": label,
+            "level": level,
+            "action": action,
+            "version": n,
+            "txn": t["txn_uuid"],
+            "txn_id": t["txn_id"],
+            "author": t["author"],
+            "app_id": t["app_id"],
+            "created_at": t1["started_at"],
+            "updated_at": t["started_at"],
+            "valid_created_at": naive(valid_created),
+            "valid_updated_at": naive(valid),
+            "deleted": deleted,
+        }
+
+    states = read(project, "gauge_states", "gauge_id, version")
+    gauge_2 = [s for s in states if s["gauge_id"] == 2]
+    assert [{k: v for k, v in s.items() if k not in ("uuid", "puuid")} for s in gauge_2] == [
+        state(t1, "CREATE", 1, "b", 1.5, False, T(1), T(1)),
+        state(t2, "UPDATE", 2, None, 1.5, False, T(2), T(1)),
+        state(t3, "DELETE", 3, None, 1.5, True, T(3) + ONE_MS, T(1)),
+        state(t4, "CREATE", 4, "c", 3.0, False, T(4), T(1)),
+        state(t6, "PURGE", 5, "c", 3.0, False, T(4), T(1)),  # the values and valid time it had
+        state(t7, "UPDATE", 6, "d", 3.0, False, T(6), T(1)),
+    ]
+    assert [s["puuid"] for s in gauge_2] == [None] + [s["uuid"] for s in gauge_2[:-1]]
+    assert {s["gauge_id"] for s in states if s["action"] == "PURGE"} == {1, 2}
+    assert [s["action"] for s in states if s["gauge_id"] == 3] == ["CREATE"]

@@ -1,0 +1,148 @@
+{#-
+  Event history (seed 001, ESQL): what happened to a table, event by event, transaction by
+  transaction. Three macros:
+
+    event_history(history)             the body of an incremental model: the table's data columns
+                                       plus _hist_trans_id, _hist_user, _hist_event, _hist_time and
+                                       _hist_valid_time, one row per event
+    core_history({name: events, ...})  the body of an incremental model: one row per transaction,
+                                       table and event kind (ESQL `_core.history`)
+    column_changes(events, from, to)   one row per changed column of the events recorded in
+                                       [from, to) (ESQL `history(table, from, to)`)
+
+  Events are the changes of the table's current state (changes.sql): an insert is one row with
+  _hist_event 1 and the new values, a delete one row with 2 and the last values, an update two
+  rows in the same transaction, 3 (update_from, the old values) and 4 (update_to, the new ones).
+  _hist_time is the transaction's time (transaction time: its started_at, shared by all its
+  events), _hist_valid_time when the change happened at the source (valid time).
+
+      {{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}
+      {{ lakehistory.event_history(ref('meta_station_history')) }}
+-#}
+
+{% macro event_history(history) %}
+  {%- if not execute or load_relation(history) is none -%}
+    {{ return('select 1 as `not_built_yet` where false') }}
+  {%- endif -%}
+  {%- set keys = lakehistory.history_keys(history) -%}
+  {%- set last = lakehistory._last_recorded_txn('_hist_trans_id') -%}
+  {%- set first = lakehistory._first_pending_version(history, last) -%}
+with {{ lakehistory._changes_ctes(history, last, first) }},
+
+events as (
+    select
+        c.`txn_id`,
+        c.`valid_time`,
+        explode(case c.`kind`
+            when 'insert' then array(named_struct('code', 1, 'row', c.`new`))
+            when 'delete' then array(named_struct('code', 2, 'row', c.`old`))
+            else array(named_struct('code', 3, 'row', c.`old`), named_struct('code', 4, 'row', c.`new`))
+        end) as `event`
+    from changes as c
+)
+
+select
+    e.`event`.`row`.*,
+    e.`txn_id` as `_hist_trans_id`,
+    coalesce(p.`author`, p.`app_id`) as `_hist_user`,
+    e.`event`.`code` as `_hist_event`,
+    p.`started_at` as `_hist_time`,
+    e.`valid_time` as `_hist_valid_time`
+from events as e
+inner join pending as p on e.`txn_id` = p.`txn_id`
+{% endmacro %}
+
+
+{#- `tables`: a mapping of table name to its events model, e.g.
+    {'meta_station': ref('meta_station_events'), ...}. Each events model is read from its own
+    last recorded transaction on, so a model built late is still caught up. -#}
+{% macro core_history(tables) %}
+  {%- set parts = [] -%}
+  {%- for name, events in tables.items() -%}
+    {%- set after = '0' -%}
+    {%- if is_incremental() -%}
+      {%- set after = "(select coalesce(max(`trans_id`), 0) from " ~ this ~ " where `table_name` = '" ~ (name | replace("'", "")) ~ "')" -%}
+    {%- endif -%}
+    {%- do parts.append(
+        "select `_hist_trans_id` as `trans_id`, `_hist_user` as `user_name`, '" ~ (name | replace("'", ""))
+        ~ "' as `table_name`, `_hist_event` as `event`, `_hist_time` as `at`, count(*) as `rows_changed`\nfrom "
+        ~ events ~ "\nwhere `_hist_trans_id` > " ~ after
+        ~ "\ngroup by `_hist_trans_id`, `_hist_user`, `_hist_event`, `_hist_time`") -%}
+  {%- endfor -%}
+select
+    `trans_id`,
+    `user_name`,
+    `table_name`,
+    `event`,
+    case `event` when 1 then 'insert' when 2 then 'delete' when 3 then 'update_from' else 'update_to' end as `event_name`,
+    `at`,
+    `rows_changed`
+from (
+{{ parts | join('\nunion all\n') }}
+)
+{% endmacro %}
+
+
+{#- One row per changed column of the events recorded in [from_time, to_time) (transaction time;
+    SQL timestamp expressions, none for unbounded): changed_at, txn_id, action (insert, update,
+    delete), user_name, the key columns, column_name, old_value and new_value (as strings). An
+    update lists the columns whose value changed, NULL to value and value to NULL included; an
+    insert or a delete lists every non-key column. -#}
+{% macro column_changes(events, from_time=none, to_time=none) %}
+  {%- if not execute -%}
+    {{ return('(select 1 as not_executed)') }}
+  {%- endif -%}
+  {%- set keys = lakehistory._events_keys(events) -%}
+  {%- set columns = [] -%}
+  {%- for c in adapter.get_columns_in_relation(events) -%}
+    {%- if c.name not in keys and not c.name.startswith('_hist_') -%}{%- do columns.append(c.name) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- set window = ['true'] -%}
+  {%- if from_time is not none -%}{%- do window.append('`_hist_time` >= (' ~ from_time ~ ')') -%}{%- endif -%}
+  {%- if to_time is not none -%}{%- do window.append('`_hist_time` < (' ~ to_time ~ ')') -%}{%- endif -%}
+  {%- set cells = [] -%}
+  {%- for c in columns -%}
+    {%- do cells.append("named_struct('column_name', '" ~ c ~ "', 'old_value', cast(o." ~ adapter.quote(c)
+        ~ " as string), 'new_value', cast(n." ~ adapter.quote(c) ~ " as string))") -%}
+  {%- endfor -%}
+  {%- set merged_keys = [] -%}
+  {%- for k in keys -%}
+    {%- do merged_keys.append('coalesce(n.' ~ adapter.quote(k) ~ ', o.' ~ adapter.quote(k) ~ ') as ' ~ adapter.quote(k)) -%}
+  {%- endfor -%}
+  {%- set in_window = "(select * from " ~ events ~ " where " ~ (window | join(' and ')) -%}
+  {%- set sql -%}
+(select
+    `changed_at`, `txn_id`, `action`, `user_name`, {{ lakehistory._columns(keys, none) }},
+    `cell`.`column_name`, `cell`.`old_value`, `cell`.`new_value`
+from (
+    select
+        coalesce(n.`_hist_time`, o.`_hist_time`) as `changed_at`,
+        coalesce(n.`_hist_trans_id`, o.`_hist_trans_id`) as `txn_id`,
+        case when o.`_hist_event` is null then 'insert' when n.`_hist_event` is null then 'delete' else 'update' end as `action`,
+        coalesce(n.`_hist_user`, o.`_hist_user`) as `user_name`,
+        {{ merged_keys | join(', ') }},
+        explode(array({{ cells | join(', ') }})) as `cell`
+    from {{ in_window }} and `_hist_event` in (2, 3)) as o
+    full outer join {{ in_window }} and `_hist_event` in (1, 4)) as n
+        on o.`_hist_trans_id` = n.`_hist_trans_id` and {{ lakehistory._join_on('o', 'n', keys) }}
+)
+where `action` <> 'update' or not (`cell`.`old_value` <=> `cell`.`new_value`))
+  {%- endset -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+
+{#- The key of an events model: the key of the history table it is built from. -#}
+{% macro _events_keys(events) %}
+  {%- for node in graph.nodes.values() -%}
+    {%- if node.resource_type == 'model' and (node.alias or node.name) == events.identifier -%}
+      {%- for parent in node.depends_on.nodes -%}
+        {%- set p = graph.nodes.get(parent) -%}
+        {%- if p and p.config.get('incremental_strategy') == 'fivetran_history' -%}
+          {{ return(lakehistory._as_list(p.config.get('unique_key'))) }}
+        {%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ exceptions.raise_compiler_error(events ~ " is not an events model (a model built by lakehistory.event_history from a history table)") }}
+{% endmacro %}

@@ -1,0 +1,178 @@
+{#-
+  Feature states (seed 002, Naksha): every state each row (feature) of a history table has had,
+  as a version chain. The body of an incremental model:
+
+      {{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}
+      {{ lakehistory.feature_states(ref('meta_station_history')) }}
+
+  One state per change of the table's current state (changes.sql), and one per key a cleanup
+  removed versions of:
+
+    action            CREATE (an insert, also the re-insert of a deleted key), UPDATE, DELETE, and
+                      PURGE: a cleanup removed versions of the key, so its states before the
+                      cleanup's cutoff can no longer be rebuilt with the time-travel macros
+    version           the key's change counter: 1, 2, 3, ... (a re-insert continues it)
+    uuid, puuid       this state's Naksha uuid and the previous state's (NULL for version 1).
+                      Object type 1 (feature), the transaction's date, the project's database id;
+                      the object id is txn_id * 2^28 + the state's ordinal within its transaction
+                      (by key), so uuids are unique across all tables of the project
+    txn, txn_id       the transaction's uuid and id
+    author, app_id    from the transaction; with no author, an update, delete or purge keeps the
+                      previous state's author and a new feature is authored by the app (seed 002)
+    created_at        transaction time of the key's first state
+    updated_at        transaction time of this state (the transaction's started_at)
+    valid_created_at  valid time of the key's first state (its first version's _fivetran_start)
+    valid_updated_at  valid time of this state (changes.sql); a PURGE keeps the previous one
+    deleted           true from a DELETE until the next CREATE
+
+  The data columns hold the state's values: the new ones, a DELETE's last values, a PURGE the
+  previous state's.
+-#}
+
+{% macro feature_states(history) %}
+  {%- if not execute or load_relation(history) is none -%}
+    {{ return('select 1 as `not_built_yet` where false') }}
+  {%- endif -%}
+  {%- set keys = lakehistory.history_keys(history) -%}
+  {%- set columns = lakehistory.history_data_columns(history) -%}
+  {%- set operations = ['batch', 'cleanup'] -%}
+  {%- set last = lakehistory._last_recorded_txn('txn_id') -%}
+  {%- set first = lakehistory._first_pending_version(history, last, operations) -%}
+  {%- set purged = load_relation(lakehistory.purged_keys_relation(history)) -%}
+  {%- set key_list = lakehistory._columns(keys, none) -%}
+  {%- set by_key = 'partition by ' ~ lakehistory._columns(keys, 's') ~ ' order by s.`txn_id`' -%}
+  {%- set before = 'rows between unbounded preceding and 1 preceding' -%}
+  {%- set values = [] -%}
+  {%- for c in columns -%}
+    {%- do values.append(('s.' if c in keys else 's.`values`.') ~ adapter.quote(c) ~ ' as ' ~ adapter.quote(c)) -%}
+  {%- endfor -%}
+with {{ lakehistory._changes_ctes(history, last, first, operations) }},
+
+steps as (
+    select
+        `txn_id`,
+        {{ key_list }},
+        case `kind` when 'insert' then 'CREATE' when 'update' then 'UPDATE' else 'DELETE' end as `action`,
+        coalesce(`new`, `old`) as `values`,
+        `kind` = 'delete' as `deleted`,
+        `valid_time`
+    from changes
+    {%- if purged is not none %}
+    union all
+    -- the keys a pending cleanup removed versions of (recorded by lakehistory.cleanup)
+    select
+        u.`txn_id`,
+        {{ lakehistory._columns(keys, 'u') }},
+        'PURGE',
+        null,
+        null,
+        null
+    from {{ purged }} as u
+    inner join pending as p on u.`txn_id` = p.`txn_id` and p.`operation` = 'cleanup'
+    {%- endif %}
+),
+
+previous as (
+    -- the last state of each key the pending transactions change
+    {%- if is_incremental() %}
+    select
+        {{ lakehistory._columns(keys, 'l.s') }},
+        l.s.`version`,
+        l.s.`uuid`,
+        l.s.`author`,
+        l.s.`deleted`,
+        l.s.`created_at`,
+        l.s.`valid_created_at`,
+        l.s.`valid_updated_at`,
+        struct({{ lakehistory._columns(columns, 'l.s') }}) as `values`
+    from (
+        select max_by(struct(f.*), f.`version`) as s
+        from {{ this }} as f
+        left semi join (select distinct {{ key_list }} from steps) as t on {{ lakehistory._join_on('f', 't', keys) }}
+        group by {{ lakehistory._columns(keys, 'f') }}
+    ) as l
+    {%- else %}
+    select
+        {{ key_list }},
+        cast(null as bigint) as `version`,
+        cast(null as string) as `uuid`,
+        cast(null as string) as `author`,
+        cast(null as boolean) as `deleted`,
+        cast(null as timestamp) as `created_at`,
+        cast(null as timestamp) as `valid_created_at`,
+        cast(null as timestamp) as `valid_updated_at`,
+        `values`
+    from steps
+    where false
+    {%- endif %}
+),
+
+numbered as (
+    select
+        s.*,
+        p.`started_at`,
+        p.`app_id`,
+        p.`txn_uuid`,
+        case when s.`action` = 'CREATE' then coalesce(p.`author`, p.`app_id`) else p.`author` end as `own_author`,
+        row_number() over ({{ by_key }}) as `nth`,
+        row_number() over (partition by s.`txn_id` order by {{ lakehistory._columns(keys, 's') }}) as `ordinal`
+    from steps as s
+    inner join pending as p on s.`txn_id` = p.`txn_id`
+),
+
+chained as (
+    select
+        s.`txn_id`,
+        {{ lakehistory._columns(keys, 's') }},
+        s.`action`,
+        coalesce(r.`version`, 0) + s.`nth` as `version`,
+        {{ lakehistory.naksha_uuid(
+            "case when s.`ordinal` < 268435456 and s.`txn_id` < 4294967296 then s.`txn_id` * 268435456 + s.`ordinal`"
+            ~ " else raise_error('feature_states: transaction ' || s.`txn_id` || ' changes 2^28 or more rows, more than a uuid can number') end",
+            's.`started_at`', 1) }} as `uuid`,
+        r.`uuid` as `previous_uuid`,
+        case when s.`action` = 'PURGE'
+            then coalesce(last(s.`values`, true) over ({{ by_key }} {{ before }}), r.`values`)
+            else s.`values`
+        end as `values`,
+        case when s.`action` = 'PURGE'
+            then coalesce(last(s.`deleted`, true) over ({{ by_key }} {{ before }}), r.`deleted`, true)
+            else s.`deleted`
+        end as `deleted`,
+        coalesce(s.`own_author`, last(s.`own_author`, true) over ({{ by_key }} {{ before }}), r.`author`, s.`app_id`) as `author`,
+        s.`app_id`,
+        s.`txn_uuid`,
+        coalesce(r.`created_at`, first(s.`started_at`) over ({{ by_key }})) as `created_at`,
+        s.`started_at` as `updated_at`,
+        coalesce(r.`valid_created_at`, first(s.`valid_time`, true) over ({{ by_key }})) as `valid_created_at`,
+        case when s.`action` = 'PURGE'
+            then coalesce(last(s.`valid_time`, true) over ({{ by_key }} {{ before }}), r.`valid_updated_at`)
+            else s.`valid_time`
+        end as `valid_updated_at`
+    from numbered as s
+    left join previous as r on {{ lakehistory._join_on('s', 'r', keys) }}
+)
+
+select
+    {{ values | join(',\n    ') }},
+    s.`action`,
+    s.`version`,
+    s.`uuid`,
+    coalesce(lag(s.`uuid`) over ({{ by_key }}), s.`previous_uuid`) as `puuid`,
+    s.`txn_uuid` as `txn`,
+    s.`txn_id`,
+    s.`author`,
+    s.`app_id`,
+    s.`created_at`,
+    s.`updated_at`,
+    s.`valid_created_at`,
+    s.`valid_updated_at`,
+    s.`deleted`
+from chained as s
+{% endmacro %}
+
+
+{#- Where lakehistory.cleanup records the keys it removed versions of: `<history>__lh_purged`. -#}
+{% macro purged_keys_relation(history) %}
+  {{ return(history.incorporate(path={'identifier': history.identifier ~ '__lh_purged'})) }}
+{% endmacro %}

@@ -1,0 +1,4 @@
+-- Every event on obs_raw (ESQL event history): inserts, deletes, and updates as update_from/update_to pairs.
+{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}
+
+{{ lakehistory.event_history(ref('obs_raw_history')) }}
