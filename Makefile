@@ -25,6 +25,9 @@ demo: setup
 	$(DBT) show --profiles-dir . --select table_versions
 	$(DBT) show --profiles-dir . --select stations_as_of_version --limit 10
 	$(DBT) show --profiles-dir . --select observations_as_of_download --limit 10
+	@# the same changes as events and feature states: an audit of the last transaction, a version chain
+	$(DBT) show --profiles-dir . --select last_transaction_audit --limit 10
+	$(DBT) show --profiles-dir . --select station_state_chain
 
 test: lint test-python test-connect
 

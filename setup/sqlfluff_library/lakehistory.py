@@ -63,3 +63,20 @@ def hx_resolved(relation) -> str:
 def database_as_of(at, txn=None) -> str:
     tables = ("meta_network", "meta_station", "meta_history", "meta_vars", "obs_raw")
     return ",\n".join(f"{t} as (select * from `lakehistory_hx_as_of_{t}`)" for t in tables)
+
+
+# Event history and feature states (macros/changes): each returns a whole model body.
+def event_history(history) -> str:
+    return "select * from `lakehistory_event_history`"
+
+
+def feature_states(history) -> str:
+    return "select * from `lakehistory_feature_states`"
+
+
+def core_history(tables) -> str:
+    return "select * from `lakehistory_core_history`"
+
+
+def column_changes(events, from_time=None, to_time=None) -> str:
+    return "`lakehistory_column_changes`"
