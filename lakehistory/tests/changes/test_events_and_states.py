@@ -267,7 +267,24 @@ def test_random_streams_replay_to_the_reference_and_the_time_travel_answers(
 GAUGE = [Column("gauge_id", "bigint"), Column("label", "string"), Column("level", "double")]
 
 
-def test_hand_checked_events_states_and_column_changes(project: DbtProject) -> None:
+@pytest.fixture(scope="module", params=["integer_max", "timestamp_null"])
+def gauge_project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory, request) -> DbtProject:
+    """The default way of writing transaction time, and the other extreme: transaction times as
+    versions and NULL open ends."""
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("gauge")), unique_schema(f"gauge_{request.param}"))
+    settings = {
+        "integer_max": "",
+        "timestamp_null": "  lakehistory_version_type: timestamp\n  lakehistory_open_end: 'null'\n",
+    }
+    with (project.project_dir / "dbt_project.yml").open("a") as f:
+        f.write(f"\nvars:\n  lakehistory_database_id: {DATABASE_ID}\n{settings[request.param]}")
+    project.landing.mkdir()
+    return project
+
+
+def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject) -> None:
+    project = gauge_project
+    timestamps = "timestamp" in project.schema
     case = HistoryCase(project, "gauge", GAUGE, ["gauge_id"])
     add_changes(project, "gauge")
 
@@ -346,9 +363,9 @@ def test_hand_checked_events_states_and_column_changes(project: DbtProject) -> N
 
     # Feature states of gauge 2: created, updated, deleted, created again (the chain goes on).
     # Cleanup before t3 then removes versions of gauges 1 and 2 (closed by t2 and t3), not of 3.
-    project.run_ok(
-        "run-operation", "lakehistory.cleanup", "--args", json.dumps({"model": "gauge", "before_version": t3["txn_id"]})
-    )
+    cutoff = t3["started_at"].isoformat(sep=" ") if timestamps else t3["txn_id"]
+    args = json.dumps({"model": "gauge", "before_version": cutoff})
+    project.run_ok("run-operation", "lakehistory.cleanup", "--args", args)
     t6 = table_transactions(project, "gauge")[-1]
     assert t6["operation"] == "cleanup"
     t7 = land(6, "frank", [g(T(6), gauge_id=2, label="d", level=3.0)])
