@@ -59,9 +59,11 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
 {% macro core_history(tables) %}
   {%- set parts = [] -%}
   {%- for name, events in tables.items() -%}
-    {%- set after = '0' -%}
-    {%- if is_incremental() -%}
-      {%- set after = "(select coalesce(max(`trans_id`), 0) from " ~ this ~ " where `table_name` = '" ~ (name | replace("'", "")) ~ "')" -%}
+    {%- set after = 0 -%}
+    {%- if execute and is_incremental() -%}
+      {#- a literal, so the events table's scan skips the files of transactions already counted -#}
+      {%- set after = run_query("select coalesce(max(`trans_id`), 0) from " ~ this ~ " where `table_name` = '"
+          ~ (name | replace("'", "")) ~ "'").rows[0][0] | int -%}
     {%- endif -%}
     {%- do parts.append(
         "select `_hist_trans_id` as `trans_id`, `_hist_user` as `user_name`, '" ~ (name | replace("'", ""))

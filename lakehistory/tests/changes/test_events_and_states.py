@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import datetime as dt
 import json
-import uuid
 from pathlib import Path
 
 import pytest
@@ -18,10 +16,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 from harness import DbtProject, copy_project, unique_schema
 from lakehistory.landing.batch import ACTIVE, ONE_MS, START, Column
 from oracle.fivetran import apply_batch
+from oracle.replay import DELETE, INSERT, UPDATE_FROM, UPDATE_TO, decode, replay_events, replay_states
 from oracle.streams import batch_streams
 
 DATABASE_ID = 0x0123456789  # 40 bits: every uuid must carry it
-INSERT, DELETE, UPDATE_FROM, UPDATE_TO = 1, 2, 3, 4
+
 HIST = ("_hist_trans_id", "_hist_user", "_hist_event", "_hist_time", "_hist_valid_time")
 STATE = (
     "action",
@@ -73,47 +72,6 @@ def table_transactions(project: DbtProject, table: str) -> list[dict]:
     target = project.compile_inline(f"{{{{ ref('{table}') }}}}").strip()
     query = f"select * from {{schema}}.lakehistory_transactions where history_table = '{target}' order by txn_id"
     return [normalize(r) for r in project.rows(query)]
-
-
-def decode(u: str) -> dict:
-    """A Naksha uuid's fields (seed 002's bit layout), read in plain Python."""
-    n = uuid.UUID(u).int
-    high, low = n >> 64, n & (2**64 - 1)
-    assert (high >> 12) & 0xF == 4 and low >> 62 == 0b10, f"{u}: not version 4, variant 1"
-    return {
-        "object_id": ((high >> 16) << 12) | (high & 0xFFF),
-        "date": dt.date(2000 + ((low >> 52) & 0x3FF), (low >> 48) & 0xF, (low >> 43) & 0x1F),
-        "object_type": (low >> 40) & 0x7,
-        "database_id": low & (2**40 - 1),
-    }
-
-
-def replay_events(events: list[dict], key: list[str], data: list[str], upto: int) -> dict:
-    """The table rebuilt from its events up to a transaction: inserts and update_to set a row,
-    deletes remove it."""
-    state: dict = {}
-    for e in sorted(events, key=lambda e: (e["_hist_trans_id"], e["_hist_event"])):
-        if e["_hist_trans_id"] > upto:
-            break
-        k = tuple(e[c] for c in key)
-        if e["_hist_event"] in (INSERT, UPDATE_TO):
-            state[k] = tuple(e[c] for c in data)
-        elif e["_hist_event"] == DELETE:
-            assert k in state, f"delete of a key that is not there: {e}"
-            del state[k]
-    return state
-
-
-def replay_states(states: list[dict], key: list[str], data: list[str], upto: int) -> dict:
-    """The table rebuilt from the feature states: each key's latest state up to a transaction,
-    unless it is deleted."""
-    latest: dict = {}
-    for s in states:
-        if s["txn_id"] <= upto:
-            k = tuple(s[c] for c in key)
-            if k not in latest or s["version"] > latest[k]["version"]:
-                latest[k] = s
-    return {k: tuple(s[c] for c in data) for k, s in latest.items() if not s["deleted"]}
 
 
 def reference_state(reference: list[dict], key: list[str], data: list[str]) -> dict:
