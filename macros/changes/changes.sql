@@ -151,3 +151,14 @@ changes as (
   {%- if not is_incremental() -%}{{ return(0) }}{%- endif -%}
   {{ return(run_query("select coalesce(max(" ~ adapter.quote(column) ~ "), 0) from " ~ this).rows[0][0] | int) }}
 {% endmacro %}
+
+
+{#- What a model over a history table compiles to before that table exists (dbt compile, docs):
+    a run stops instead, since the table it would create could not take the real rows later. -#}
+{% macro _not_built_yet(history) %}
+  {%- if execute and flags.WHICH in ('run', 'build') -%}
+    {{ exceptions.raise_compiler_error(history ~ " does not exist yet: build it first (dbt build --select +" ~ model.name ~ ")") }}
+  {%- endif -%}
+  {{ return('select 1 as `not_built_yet` where false') }}
+{% endmacro %}
+

@@ -22,7 +22,7 @@
 
 {% macro event_history(history) %}
   {%- if not execute or load_relation(history) is none -%}
-    {{ return('select 1 as `not_built_yet` where false') }}
+    {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set last = lakehistory._last_recorded_txn('_hist_trans_id') -%}

@@ -31,7 +31,7 @@
 
 {% macro feature_states(history) %}
   {%- if not execute or load_relation(history) is none -%}
-    {{ return('select 1 as `not_built_yet` where false') }}
+    {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set columns = lakehistory.history_data_columns(history) -%}
