@@ -80,3 +80,11 @@ def test_sql_and_python_models_seeds_and_snapshots_run_over_connect(connect_url:
         "select count(*) as n from {schema}.obs_raw_hx where meta_vars_hx_id is null or meta_history_hx_id is null"
     )
     assert unresolved[0]["n"] == 0
+
+    # Events and feature states too: each station's latest state is its current row.
+    latest = project.rows(
+        "select count(*) as n from (select station_id, max_by(deleted, version) as deleted"
+        " from {schema}.meta_station_states group by station_id) where not deleted"
+    )
+    assert latest[0]["n"] == active
+    assert project.rows("select count(*) as n from {schema}.core_history where table_name = 'meta_station'")[0]["n"] > 0
