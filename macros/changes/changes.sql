@@ -135,8 +135,9 @@ changes as (
 {#- The first version (SQL literal) of the transactions after `after_txn` of `operations` on
     `history`, or none: read when the model compiles, so the scans get a plain range predicate. -#}
 {% macro _first_pending_version(history, after_txn, operations=['batch']) %}
-  {%- set transactions = load_relation(lakehistory.transactions_relation()) -%}
-  {%- if transactions is none -%}{{ return(none) }}{%- endif -%}
+  {#- not load_relation: the history model of this same run may have just created the table,
+      which dbt's relation cache does not know -#}
+  {%- set transactions = lakehistory.ensure_transactions_table() -%}
   {%- set row = run_query(
       "select min(txn_id), date_format(min(started_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ transactions
       ~ " where history_table = '" ~ (history | replace("'", "")) ~ "' and operation in ('" ~ (operations | join("', '"))
@@ -162,3 +163,15 @@ changes as (
   {{ return('select 1 as `not_built_yet` where false') }}
 {% endmacro %}
 
+
+{#- The data columns of `history`, refused when one of them has a name the model adds itself. -#}
+{% macro _data_columns_without(history, reserved) %}
+  {%- set columns = lakehistory.history_data_columns(history) -%}
+  {%- for c in columns -%}
+    {%- if c | lower in reserved or (c | lower).startswith('_hist_') -%}
+      {{ exceptions.raise_compiler_error(model.name ~ ": " ~ history ~ " has a column " ~ c
+          ~ ", a name this model gives a column of its own (" ~ ((reserved + ['_hist_*']) | join(', ')) ~ "). Rename it in the staging model.") }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(columns) }}
+{% endmacro %}

@@ -34,7 +34,8 @@
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
   {%- set keys = lakehistory.history_keys(history) -%}
-  {%- set columns = lakehistory.history_data_columns(history) -%}
+  {%- set columns = lakehistory._data_columns_without(history, ['action', 'version', 'uuid', 'puuid', 'txn', 'txn_id',
+      'author', 'app_id', 'created_at', 'updated_at', 'valid_created_at', 'valid_updated_at', 'deleted']) -%}
   {%- set operations = ['batch', 'cleanup'] -%}
   {%- set last = lakehistory._last_recorded_txn('txn_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last, operations) -%}

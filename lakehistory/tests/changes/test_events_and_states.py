@@ -359,3 +359,14 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
     assert [s["puuid"] for s in gauge_2] == [None] + [s["uuid"] for s in gauge_2[:-1]]
     assert {s["gauge_id"] for s in states if s["action"] == "PURGE"} == {1, 2}
     assert [s["action"] for s in states if s["gauge_id"] == 3] == ["CREATE"]
+
+
+def test_a_data_column_named_like_a_state_column_stops_the_feature_states(project: DbtProject) -> None:
+    columns = [Column("dial_id", "bigint"), Column("version", "string")]
+    case = HistoryCase(project, "dial", columns, ["dial_id"])
+    add_changes(project, "dial")
+    case.land(batch("dial", columns, "dial_id", 1, "alice", [version(T(1), dial_id=1, version="v1")]))
+    error = project.run_fails("run", "--select", "dial+")
+    assert "dial_states: " in error and "has a column version, a name this model gives a column of its own" in error
+    # the event history has no column of that name: it was built, in the run that made its history table
+    assert [r["version"] for r in read(project, "dial_events", "_hist_trans_id")] == ["v1"]
