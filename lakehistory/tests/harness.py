@@ -46,7 +46,7 @@ class DbtProject:
         self.target = target
         self.landing = self.project_dir / "landing"  # this project's own landing root
 
-    def invoke(self, *args: str, vars: dict | None = None) -> dbtRunnerResult:
+    def invoke(self, *args: str, vars: dict | None = None, callbacks: list | None = None) -> dbtRunnerResult:
         os.environ["LAKEHISTORY_SCHEMA"] = self.schema
         os.environ["LAKEHISTORY_LANDING"] = str(self.landing)
         command: list[str] = [
@@ -62,7 +62,7 @@ class DbtProject:
             import json
 
             command += ["--vars", json.dumps(vars)]
-        return dbtRunner().invoke(command)
+        return dbtRunner(callbacks=callbacks).invoke(command)
 
     def run_ok(self, *args: str, vars: dict | None = None) -> dbtRunnerResult:
         result = self.invoke(*args, vars=vars)
