@@ -37,7 +37,10 @@ union all
 select
     {{ id }} as id,
     min({{ txn }}) as {{ txn }},
-    concat('{{ column_name }} ', coalesce(cast({{ id }} as string), 'NULL'), ' appears ', cast(count(*) as string), ' times') as problem
+    concat(
+        '{{ column_name }} ', coalesce(cast({{ id }} as string), 'NULL'), ' appears ', cast(count(*) as string),
+        ' times ({{ transaction }} ', array_join(array_sort(collect_set(cast({{ txn }} as string))), ', '), ')'
+    ) as problem
 from {{ model }}
 group by {{ id }}
 having count(*) > 1 or {{ id }} is null

@@ -33,6 +33,12 @@ data_tests:
 sources:
   lakehistory:
     +enabled: false
+analyses:
+  lakehistory:
+    +enabled: false
+exposures:
+  lakehistory:
+    +enabled: false
 """
 
 SOURCES = """\
