@@ -1,8 +1,8 @@
-{#- dbt's own test materialization, plus: when a test fails, the first rows it returned are logged,
-    so `dbt test` says which keys and rows break the rule (lakehistory's tests return the key
-    columns and a `problem` text). Applies where lakehistory is the root project; a project that
-    installs lakehistory keeps dbt's materialization and can read the rows with --store-failures. -#}
-{%- materialization test, default -%}
+{#- The test materialization of the `sparksession` adapter: dbt's own, plus: when a test fails, its
+    first rows are logged, so `dbt test` says which keys and rows break the rule (lakehistory's
+    invariant tests return the key columns and a `problem` text). Only a failing test runs the
+    extra query, and it reads at most 10 rows. -#}
+{%- materialization test, adapter='sparksession' -%}
   {%- set relations = dbt.materialization_test_default() -%}
   {%- set result = load_result('main') -%}
   {%- set failures = result['table'].rows[0][0] if result and result['table'] and result['table'].rows else 0 -%}
