@@ -50,5 +50,10 @@ test-connect: setup
 docs: setup
 	$(DBT) docs generate --profiles-dir .
 
+# The site `make docs` generated, on http://localhost:8080 (Ctrl+C stops it).
+.PHONY: docs-serve
+docs-serve: setup
+	$(DBT) docs serve --profiles-dir .
+
 clean:
 	rm -rf target logs dbt_packages $(LAKEHISTORY_HOME)/lakehouse $(LANDING)

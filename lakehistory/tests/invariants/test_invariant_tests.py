@@ -27,7 +27,10 @@ CAUGHT: dict[str, tuple[tuple[str, ...], set]] = {
     "contiguous__versions_bad__zero_length_allowed": (("id",), {(1,), (3,)}),
     "gap_free_ids__ids_bad": (("id",), {(0,), (3,), (4,)}),
     "hx_append_only__hx_bad": (("id", "txn_id"), {(None, 2), (5, 3)}),
-    "version_chain__states_bad": (("region", "id", "version"), {("a", 1, 3), ("a", 2, 2), ("b", 1, 1), ("b", 2, 1), ("b", 2, 2)}),
+    "version_chain__states_bad": (
+        ("region", "id", "version"),
+        {("a", 1, 3), ("a", 2, 2), ("b", 1, 1), ("b", 2, 1), ("b", 2, 2)},
+    ),
     "update_pairs__events_bad": (("id", "_hist_trans_id"), {(1, 6), (2, 6)}),
     "history_foreign_key__station_hx_bad": (
         ("network_id", "network_hx_id", "mod_time"),
@@ -78,7 +81,11 @@ def fixture_build(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
     result = project.invoke("build", callbacks=[keep_log])
     assert result.exception is None, result.exception
-    statuses = {r.node.name: (str(r.status), r.failures if str(r.status) != "error" else r.message) for r in result.result.results if r.node.resource_type == "test"}
+    statuses = {
+        r.node.name: (str(r.status), r.failures if str(r.status) != "error" else r.message)
+        for r in result.result.results
+        if r.node.resource_type == "test"
+    }
     return {"project": project, "statuses": statuses, "logged": "\n".join(logged)}
 
 
