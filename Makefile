@@ -37,7 +37,7 @@ setup:
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/sqlfluff lint --processes 2 models macros snapshots analyses tests lakehistory/src/dbt/include
+	$(BIN)/sqlfluff lint --processes 2 .
 
 test-python: setup
 	$(BIN)/python -m pytest -m "not connect"

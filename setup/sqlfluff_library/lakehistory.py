@@ -80,3 +80,8 @@ def core_history(tables) -> str:
 
 def column_changes(events, from_time=None, to_time=None) -> str:
     return "`lakehistory_column_changes`"
+
+
+# Invariant tests (tests/generic), called directly by a singular test: the failing rows.
+def test_gap_free_ids(model, column_name, first_id=1) -> str:
+    return "select 1 as id, 'problem' as problem"
