@@ -23,6 +23,20 @@ command -v java >/dev/null 2>&1 || fail "Java 17+ is required (no 'java' on PATH
 java_major=$(java -version 2>&1 | sed -nE '1s/.*version "([0-9]+)(\.[0-9]+)*.*/\1/p')
 [ -n "$java_major" ] && [ "$java_major" -ge 17 ] || fail "Java 17+ is required (found: $(java -version 2>&1 | head -n 1))."
 
+# --- headless Chromium for the docs site test (Debian's package; no browser download) ---
+if [ ! -x /usr/bin/chromium ]; then
+  echo "setup: installing Debian's chromium package (the docs site test opens the site in it)"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || fail "Chromium is required: run as root or install sudo, or run 'apt-get install chromium' as root."
+    sudo="sudo"
+  fi
+  command -v apt-get >/dev/null 2>&1 || fail "Chromium is required at /usr/bin/chromium (no apt-get here; install Debian's 'chromium' package)."
+  { $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+    || fail "could not install Debian's 'chromium' package (apt-get update && apt-get install -y --no-install-recommends chromium failed)."
+  [ -x /usr/bin/chromium ] || fail "Debian's 'chromium' package is installed but /usr/bin/chromium is missing."
+fi
+
 # --- virtualenv and pinned packages ----------------------------------------------
 mkdir -p "$local_dir"
 if [ ! -x "$venv/bin/python" ]; then

@@ -1,4 +1,5 @@
-"""Shared fixtures: one throwaway lakehouse (warehouse + Derby metastore) per test process."""
+"""Shared fixtures: one throwaway lakehouse (warehouse + Derby metastore) per test process, and
+the demo built in it once for every test that reads it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import REPO_ROOT, DbtProject, copy_project, unique_schema
+from harness import DEMO_CONFIG, DEMO_EXTRACTS, REPO_ROOT, DbtProject, copy_project, unique_schema
+from lakehistory.generator import generate
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,3 +35,15 @@ def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def dbt_project(lakehouse: Path, tmp_path: Path, request: pytest.FixtureRequest) -> DbtProject:
     """A fresh copy of the repository's dbt project with a schema of its own."""
     return DbtProject(copy_project(tmp_path / "project"), unique_schema(request.node.name))
+
+
+@pytest.fixture(scope="session")
+def demo(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    """The repository's dbt project on the generated demo, landed and built one day at a time as
+    `make demo` does: every model, seed, snapshot and test (the invariant tests included) on
+    every day. Built once per test process; tests only read it."""
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("demo")), unique_schema("demo"))
+    for sync in range(1, DEMO_CONFIG.syncs + 1):
+        generate(project.landing, DEMO_CONFIG, extract_tables=DEMO_EXTRACTS, only_sync=sync)
+        project.run_ok("build")
+    return project

@@ -17,8 +17,15 @@ from typing import Any
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
+from lakehistory.generator import GeneratorConfig
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DBT_PARTS = ("dbt_project.yml", "models", "macros", "seeds", "snapshots", "analyses", "tests")
+
+# The demo the `demo` fixture (conftest.py) builds: small, three days, every table with batches
+# or extracts each day.
+DEMO_CONFIG = GeneratorConfig(scale=3, syncs=3, seed=11)
+DEMO_EXTRACTS = ("meta_history", "meta_vars")
 
 
 def copy_project(destination: Path, parts: Iterable[str] = DBT_PARTS) -> Path:

@@ -6,36 +6,24 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
-from pathlib import Path
 
 import pytest
 
-from harness import DbtProject, copy_project, unique_schema
-from lakehistory.generator import GeneratorConfig, SourceSimulator, generate, get_table
+from harness import DEMO_CONFIG, DEMO_EXTRACTS, DbtProject
+from lakehistory.generator import SourceSimulator, get_table
 from lakehistory.generator.batches import to_python
 from lakehistory.landing.batch import END, ONE_MS, START, TMAX
 from oracle.fivetran import apply_stream, state_at
 from oracle.replay import replay_events, replay_states
 
-CONFIG = GeneratorConfig(scale=3, syncs=3, seed=11)
-EXTRACTS = ("meta_history", "meta_vars")
+CONFIG = DEMO_CONFIG  # what the `demo` fixture (conftest.py) is built from
+EXTRACTS = DEMO_EXTRACTS
 HISTORY = ("meta_network", "meta_station", "obs_raw")
 TABLES = ("meta_network", "meta_station", "meta_history", "meta_vars", "obs_raw")
 
 
 def naive(v):
     return v.astimezone(dt.UTC).replace(tzinfo=None) if isinstance(v, dt.datetime) else v
-
-
-@pytest.fixture(scope="module")
-def demo(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
-    """The repository's demo models, landed and built one day at a time, as in production."""
-    project = DbtProject(copy_project(tmp_path_factory.mktemp("demo_hx")), unique_schema("demo_hx"))
-    select = [f"+{t}" for t in TABLES] + ["models/events", "models/states"]
-    for sync in range(1, CONFIG.syncs + 1):
-        generate(project.landing, CONFIG, extract_tables=EXTRACTS, only_sync=sync)
-        project.run_ok("build", "--select", *select)
-    return project
 
 
 @pytest.fixture(scope="module")
