@@ -18,7 +18,7 @@ PACKAGE = "lakehistory"
 # test is documented by its macro, test_<name>, which is checked with the other macros.
 NODE_TYPES = ("model", "seed", "snapshot", "analysis")
 DOC_REF = re.compile(r"""\bdoc\(\s*['"]([^'"]+)['"]\s*\)""")
-MACRO_SIGNATURE = re.compile(r"{%-?\s*macro\s+(\w+)\s*\((.*?)\)\s*-?%}", re.DOTALL)
+MACRO_SIGNATURE = re.compile(r"{%-?\s*(?:macro|test)\s+(\w+)\s*\((.*?)\)\s*-?%}", re.DOTALL)
 PROPERTY_FOLDERS = ("models", "macros", "seeds", "snapshots", "analyses", "tests")
 
 
@@ -82,10 +82,11 @@ def _signature(macro: dict) -> list[str]:
 def undescribed_macro_arguments(manifest: dict) -> list[str]:
     """Public macros whose `arguments:` do not describe each argument of the definition, in order,
     and macros whose documented arguments are not the ones they take. A private helper (`_name`)
-    needs only its one-line description; a generic test's arguments are its own YAML's business."""
+    needs only its one-line description. Generic tests (`{% test %}`, macro test_<name>) count as
+    public macros."""
     missing = []
     for macro in manifest["macros"].values():
-        if macro["package_name"] != PACKAGE or macro["name"].startswith("test_"):
+        if macro["package_name"] != PACKAGE:
             continue
         expected = _signature(macro)
         documented = [argument["name"] for argument in macro.get("arguments") or []]
