@@ -67,8 +67,12 @@ def test_seed_value_that_does_not_cast_names_column_and_row(dbt_project: DbtProj
     lines = seed.read_text().splitlines()
     lines[2] = lines[2].rsplit(",", 1)[0] + ",tenth"  # data row 2: PCPN's precision
     seed.write_text("\n".join(lines) + "\n")
-    (seed.parent / "_seed_types.yml").write_text(
-        "version: 2\nseeds:\n  - name: platform_variables_seed\n    config:\n      column_types: {precision: double}\n"
+    project_file = dbt_project.project_dir / "dbt_project.yml"  # the seed's YAML already has its properties
+    project_file.write_text(
+        project_file.read_text().replace(
+            "seeds:\n  lakehistory:\n",
+            "seeds:\n  lakehistory:\n    platform_variables_seed:\n      +column_types: {precision: double}\n",
+        )
     )
     error = dbt_project.run_fails("seed")
     assert "'precision'" in error and "'tenth'" in error and "data row 2" in error, error
