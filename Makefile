@@ -5,7 +5,7 @@ export LAKEHISTORY_HOME := $(abspath .local)
 BIN := $(LAKEHISTORY_HOME)/venv/bin
 DBT := $(BIN)/dbt --no-use-colors
 
-.PHONY: demo test setup lint test-python test-connect docs clean
+.PHONY: demo test setup setup-test lint test-python test-connect docs clean
 
 LANDING := $(LAKEHISTORY_HOME)/landing
 # The demo source: the five CRMP tables; meta_history and meta_vars arrive as daily full extracts
@@ -34,12 +34,16 @@ test: lint test-python test-connect
 setup:
 	@bash setup/bootstrap.sh
 
+# The tests also open the docs site in a browser: Debian's chromium, installed when missing.
+setup-test:
+	@bash setup/bootstrap.sh --with-chromium
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/sqlfluff lint --processes 2 .
 
-test-python: setup
+test-python: setup-test
 	$(BIN)/python -m pytest -m "not connect"
 
 # A Spark Connect server of our own on 127.0.0.1, in a separate pytest process (the embedded

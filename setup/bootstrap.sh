@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything the project needs, from nothing, and is safe to run again:
 # checks the prerequisites, creates the virtualenv, installs the pinned packages
-# and caches the Delta Lake jars. Every step is skipped when already done.
+# and caches the Delta Lake jars; with --with-chromium (`make test`) also installs
+# Debian's chromium for the docs site test. Every step is skipped when already done.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +25,8 @@ java_major=$(java -version 2>&1 | sed -nE '1s/.*version "([0-9]+)(\.[0-9]+)*.*/\
 [ -n "$java_major" ] && [ "$java_major" -ge 17 ] || fail "Java 17+ is required (found: $(java -version 2>&1 | head -n 1))."
 
 # --- headless Chromium for the docs site test (Debian's package; no browser download) ---
-if [ ! -x /usr/bin/chromium ]; then
+# Only with --with-chromium (what `make test` passes): the demo needs no browser.
+if [ "${1:-}" = "--with-chromium" ] && [ ! -x /usr/bin/chromium ]; then
   echo "setup: installing Debian's chromium package (the docs site test opens the site in it)"
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then
