@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,9 +17,10 @@ from typing import Any
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from lakehistory.generator import GeneratorConfig
+from lakehistory.platform import project as platform_project
+from lakehistory.platform.project import DBT_PARTS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DBT_PARTS = ("dbt_project.yml", "models", "macros", "seeds", "snapshots", "analyses", "tests")
 
 # The demo the `demo` fixture (conftest.py) builds: small, three days, every table with batches
 # or extracts each day.
@@ -30,14 +30,7 @@ DEMO_EXTRACTS = ("meta_history", "meta_vars")
 
 def copy_project(destination: Path, parts: Iterable[str] = DBT_PARTS) -> Path:
     """A copy of the repository's dbt project (not its Python package or local state)."""
-    destination.mkdir(parents=True, exist_ok=True)
-    for part in parts:
-        source = REPO_ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, destination / part, dirs_exist_ok=True)
-        elif source.is_file():
-            shutil.copy2(source, destination / part)
-    return destination
+    return platform_project.copy_project(REPO_ROOT, destination, parts)
 
 
 def unique_schema(label: str) -> str:
