@@ -5,7 +5,7 @@ export LAKEHISTORY_HOME := $(abspath .local)
 BIN := $(LAKEHISTORY_HOME)/venv/bin
 DBT := $(BIN)/dbt --no-use-colors
 
-.PHONY: demo test setup setup-test lint test-python test-connect docs clean
+.PHONY: demo test setup setup-test lint test-python test-connect docs bench clean
 
 LANDING := $(LAKEHISTORY_HOME)/landing
 # The demo source: the five CRMP tables; meta_history and meta_vars arrive as daily full extracts
@@ -58,6 +58,10 @@ docs: setup
 .PHONY: docs-serve
 docs-serve: setup
 	$(DBT) docs serve --profiles-dir .
+
+# The benchmark (README "Benchmarks"): results in $(LAKEHISTORY_HOME)/bench; BENCH_ARGS="--smoke" for a tiny run.
+bench: setup
+	$(BIN)/python -m lakehistory.bench $(BENCH_ARGS)
 
 clean:
 	rm -rf target logs dbt_packages $(LAKEHISTORY_HOME)/lakehouse $(LANDING)
