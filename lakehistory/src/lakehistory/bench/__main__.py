@@ -68,7 +68,9 @@ class Dbt:
         os.environ["LAKEHISTORY_LANDING"] = str(landing)
         p = str(self.project)
         result = dbtRunner().invoke(
-            [*args, "--project-dir", p, "--profiles-dir", p, "--target-path", f"{p}/target", "--log-path", f"{p}/logs"]
+            # --quiet: the benchmark prints its own progress; dbt's full log is in project/logs/dbt.log
+            [*args, "--quiet", "--project-dir", p, "--profiles-dir", p, "--target-path", f"{p}/target"]
+            + ["--log-path", f"{p}/logs"]
         )
         if not result.success:
             raise BenchError(f"dbt {' '.join(args)} failed in schema {schema}: {result.exception or _messages(result)}")
@@ -100,6 +102,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--fk-children", type=int, default=10_000_000, help="child `_hx` versions (default 10M)")
     parser.add_argument("--fk-parents", type=int, default=1_000_000, help="parent `_hx` versions (default 1M)")
     parser.add_argument("--out", type=Path, default=None, help="result folder (default $LAKEHISTORY_HOME/bench)")
+    parser.add_argument(
+        "--project-dir", type=Path, default=Path.cwd(), help="the lakehistory dbt project (default: the current folder)"
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny scales, two runs: proves the steps work")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -108,6 +113,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.scales = sorted(int(s) for s in str(args.scales).split(","))
     if args.compare_at not in args.scales:
         parser.error(f"--compare-at {args.compare_at} must be one of --scales")
+    if not (args.project_dir / "dbt_project.yml").is_file():
+        parser.error(f"{args.project_dir} has no dbt_project.yml: run from the repository root or pass --project-dir")
     return args
 
 
@@ -119,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["LAKEHISTORY_LAKEHOUSE"] = str(work / "lakehouse")
     os.environ["TZ"] = "UTC"
     time.tzset()
-    project = copy_project(Path.cwd(), work / "project", extra=("profiles.yml",))
+    project = copy_project(args.project_dir, work / "project", extra=("profiles.yml",))
     (project / "models" / "bench").mkdir()
     (project / "models" / "bench" / "_bench__sources.yml").write_text(BENCH_SOURCES)
     (project / "snapshots" / "bench__snapshots.yml").write_text(BENCH_SNAPSHOT)
