@@ -308,15 +308,17 @@ def corrections(points: DataFrame, hx_rows: DataFrame, key: Sequence[str], cols:
 
 
 def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str) -> DataFrame:
-    """`children` plus `fk.hx_column`: the parent `_hx` row current at each child's mod_time."""
+    """`children` plus `fk.hx_column`: the parent `_hx` row current at each child's mod_time.
+
+    One sort: parents and children of a key go through one window ordered by time, parents before
+    children at an equal time (at or before) and by id among themselves; a child takes the last
+    parent before it, or the key's first parent when it is older than all of them. Each child row
+    travels whole through the window, so no join back to the children is needed."""
     parent_id = fk.hx_column
     k = [f"_k{i}" for i in range(len(fk.columns))]
-    wanted = children.where(reduce(lambda x, y: x & y, [_q(c).isNotNull() for c in fk.columns])).select(
-        *[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)],
-        F.col(MOD_TIME).alias("_t"),
-        F.col(child_id).alias("_child"),
-    )
-    wanted_keys = wanted.select(*k).distinct()
+    has_key = reduce(lambda x, y: x & y, [_q(c).isNotNull() for c in fk.columns])
+    keyed = children.where(has_key)
+    wanted_keys = keyed.select(*[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)]).distinct()
     lo, hi = wanted_keys.agg(F.min("_k0"), F.max("_k0")).collect()[0]  # one row: a range Delta can skip by
     parents = (
         fk.parent.where(_q(fk.parent_columns[0]).between(F.lit(lo), F.lit(hi)))
@@ -327,23 +329,35 @@ def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str) -> D
         )
         .join(wanted_keys, k, "left_semi")
     )
-    # Parents sort before children at an equal time (at or before), and by id among themselves.
+    row = F.struct(*[_q(c) for c in children.columns])
     tagged = parents.select(
-        *k, "_t", F.lit(0).alias("_side"), "_parent", F.lit(None).cast("bigint").alias("_child")
+        *k, "_t", F.lit(0).alias("_side"), "_parent", F.lit(None).cast(children.schema).alias("_row")
     ).unionByName(
-        wanted.select(*k, "_t", F.lit(1).alias("_side"), F.lit(None).cast("bigint").alias("_parent"), "_child")
+        keyed.select(
+            *[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)],
+            F.col(MOD_TIME).alias("_t"),
+            F.lit(1).alias("_side"),
+            F.lit(None).cast("bigint").alias("_parent"),
+            row.alias("_row"),
+        )
     )
-    upto = (
-        Window.partitionBy(*k)
-        .orderBy("_t", "_side", "_parent")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    by_time = Window.partitionBy(*k).orderBy("_t", "_side", "_parent")
+    upto = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    whole = by_time.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    resolved = (
+        tagged.select(
+            "_side",
+            "_row",
+            F.coalesce(
+                F.last("_parent", ignorenulls=True).over(upto), F.first("_parent", ignorenulls=True).over(whole)
+            ).alias(parent_id),
+        )
+        .where(F.col("_side") == 1)
+        .select("_row.*", parent_id)
     )
-    resolved = tagged.withColumn("_at", F.last("_parent", ignorenulls=True).over(upto)).where(F.col("_side") == 1)
-    first = parents.groupBy(*k).agg(F.min_by("_parent", F.struct("_t", "_parent")).alias("_first"))
-    resolved = resolved.join(first, k, "left").select(
-        F.col("_child").alias(child_id), F.coalesce("_at", "_first").alias(parent_id)
-    )
-    return children.join(resolved, child_id, "left")
+    # A child without a (complete) key points to no parent.
+    id_type = fk.parent.schema[parent_id].dataType
+    return resolved.unionByName(children.where(~has_key).withColumn(parent_id, F.lit(None).cast(id_type)))
 
 
 # -- the model -------------------------------------------------------------------------------------

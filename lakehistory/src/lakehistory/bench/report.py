@@ -140,6 +140,7 @@ def plot(out: Path, samples: Sequence[Sample], figures: Sequence[Figure], memory
         for i, f in enumerate(figures):
             ax.annotate(f"{f.ratio:.2f}x (goal {f.goal})", (f.ratio, i), xytext=(4, -4), textcoords="offset points")
         ax.invert_yaxis()
+        ax.set_xlim(0, max(f.ratio for f in figures) * 1.45)  # room for the labels
         ax.set_xlabel("ratio of medians")
         ax.set_title("Headline ratios (green: goal met)")
         fig.tight_layout()
