@@ -5,7 +5,7 @@ export LAKEHISTORY_HOME := $(abspath .local)
 BIN := $(LAKEHISTORY_HOME)/venv/bin
 DBT := $(BIN)/dbt --no-use-colors
 
-.PHONY: demo test setup setup-test lint test-python test-connect docs bench clean
+.PHONY: demo test setup setup-test lint test-python test-slow test-connect docs bench clean
 
 LANDING := $(LAKEHISTORY_HOME)/landing
 # The demo source: the five CRMP tables; meta_history and meta_vars arrive as daily full extracts
@@ -44,7 +44,11 @@ lint: setup
 	$(BIN)/sqlfluff lint --processes 2 .
 
 test-python: setup-test
-	$(BIN)/python -m pytest -m "not connect"
+	$(BIN)/python -m pytest -m "not connect and not slow"
+
+# The heaviest property-based runs (marker `slow`): about ten minutes more, outside CI's budget.
+test-slow: setup-test
+	$(BIN)/python -m pytest -m slow
 
 # A Spark Connect server of our own on 127.0.0.1, in a separate pytest process (the embedded
 # session of the other tests and a Connect client do not share one process).

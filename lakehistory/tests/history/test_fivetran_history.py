@@ -183,6 +183,8 @@ WRITER_OPTIONS = st.fixed_dictionaries(
 )
 
 
+# About ten minutes of dbt runs: behind the `slow` marker (`make test-slow`), outside CI's time budget.
+@pytest.mark.slow
 @pytest.mark.parametrize("composite", [False, True], ids=["single_key", "composite_key"])
 def test_random_streams_match_the_reference_after_every_batch(project: DbtProject, composite: bool) -> None:
     key = [Column("id", "bigint")] + ([Column("region", "string")] if composite else [])
