@@ -304,23 +304,26 @@ def corrections(points: DataFrame, hx_rows: DataFrame, key: Sequence[str], cols:
     )
 
 
-# -- history foreign keys: an as-of join by sorting ---------------------------------------------------
+# -- history foreign keys: an as-of join on intervals of time -------------------------------------
 
 
 def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str) -> DataFrame:
     """`children` plus `fk.hx_column`: the parent `_hx` row current at each child's mod_time.
 
-    One sort: parents and children of a key go through one window ordered by time, parents before
-    children at an equal time (at or before) and by id among themselves; a child takes the last
-    parent before it, or the key's first parent when it is older than all of them. Each child row
-    travels whole through the window, so no join back to the children is needed."""
+    The parent's versions become intervals of time, each [its mod_time, the next version's) in the
+    order (mod_time, id); the key's first version reaches back without end (a child older than its
+    parent takes the parent's first version). Of versions with one mod_time only the last (by id)
+    keeps a non-empty interval: a child at that time takes it. Each child then joins the one
+    interval of its key that holds its mod_time: an equi-join on the key with a range filter, which
+    Spark can run as a hash join (only the parent side is sorted, by the window)."""
     parent_id = fk.hx_column
     k = [f"_k{i}" for i in range(len(fk.columns))]
     has_key = reduce(lambda x, y: x & y, [_q(c).isNotNull() for c in fk.columns])
-    keyed = children.where(has_key)
-    wanted_keys = keyed.select(*[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)]).distinct()
+    wanted_keys = (
+        children.where(has_key).select(*[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)]).distinct()
+    )
     lo, hi = wanted_keys.agg(F.min("_k0"), F.max("_k0")).collect()[0]  # one row: a range Delta can skip by
-    parents = (
+    versions = (
         fk.parent.where(_q(fk.parent_columns[0]).between(F.lit(lo), F.lit(hi)))
         .select(
             *[_q(c).alias(n) for c, n in zip(fk.parent_columns, k, strict=True)],
@@ -329,35 +332,22 @@ def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str) -> D
         )
         .join(wanted_keys, k, "left_semi")
     )
-    row = F.struct(*[_q(c) for c in children.columns])
-    tagged = parents.select(
-        *k, "_t", F.lit(0).alias("_side"), "_parent", F.lit(None).cast(children.schema).alias("_row")
-    ).unionByName(
-        keyed.select(
-            *[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)],
-            F.col(MOD_TIME).alias("_t"),
-            F.lit(1).alias("_side"),
-            F.lit(None).cast("bigint").alias("_parent"),
-            row.alias("_row"),
-        )
+    by_time = Window.partitionBy(*k).orderBy("_t", "_parent")
+    intervals = versions.select(
+        *k,
+        "_parent",
+        F.when(F.row_number().over(by_time) > 1, F.col("_t")).alias("_from"),  # NULL: no start
+        F.lead("_t").over(by_time).alias("_to"),  # NULL: no end
     )
-    by_time = Window.partitionBy(*k).orderBy("_t", "_side", "_parent")
-    upto = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    whole = by_time.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    resolved = (
-        tagged.select(
-            "_side",
-            "_row",
-            F.coalesce(
-                F.last("_parent", ignorenulls=True).over(upto), F.first("_parent", ignorenulls=True).over(whole)
-            ).alias(parent_id),
-        )
-        .where(F.col("_side") == 1)
-        .select("_row.*", parent_id)
+    t = F.col(MOD_TIME)
+    # A child without a mod_time counts as older than every version, as in the window it sorts first.
+    holds = (F.col("_from").isNull() | (F.col("_from") <= t)) & (
+        F.col("_to").isNull() | t.isNull() | (t < F.col("_to"))
     )
-    # A child without a (complete) key points to no parent.
-    id_type = fk.parent.schema[parent_id].dataType
-    return resolved.unionByName(children.where(~has_key).withColumn(parent_id, F.lit(None).cast(id_type)))
+    on = reduce(lambda x, y: x & y, [_q(c) == F.col(n) for c, n in zip(fk.columns, k, strict=True)]) & holds
+    return children.join(intervals, on, "left").select(
+        *[children[c] for c in children.columns], F.col("_parent").alias(parent_id)
+    )
 
 
 # -- the model -------------------------------------------------------------------------------------
