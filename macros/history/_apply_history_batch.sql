@@ -6,6 +6,10 @@
   2. Diff them against the live rows: a live row that is gone or different is closed
      (valid_to = txn); a new or different row is opened (valid_from = txn); equal rows stay.
   3. MERGE the diff in one commit; record the transaction.
+
+  The batch and its keys' live rows are cached; the diff is written to a small Delta table,
+  `<history>__lh_changes`, dropped after the transaction is recorded. Delta's MERGE never reads a
+  cached source (it recomputes it from its whole lineage), but it reads a Delta table as it is.
 -#}
 {% macro _apply_history_batch(target, staged, transactions, keys, columns, deleted_column, ordinal, add_columns=[]) %}
   {%- set data_columns = columns | map(attribute='name') | reject('in', keys) | list -%}
@@ -16,16 +20,25 @@
   {%- set append_only = lakehistory.append_only() -%}
   {%- set value_columns = data_columns + ['_fivetran_start', '_fivetran_end', '_fivetran_active', '_fivetran_synced'] -%}
 
-  {%- do lakehistory._drop_temp_views() -%}
+  {%- do lakehistory._release_batch(target) -%}
   {#- The batch's rows and its keys' live rows are read once and kept in memory for the steps below. -#}
   {%- call statement('lakehistory_batch') -%}
     cache table `__lh_batch` as
     select * from {{ staged }} where `_lh_ordinal` = {{ ordinal }}
   {%- endcall -%}
-  {%- set truncate_mode = run_query("select `_lh_truncate_mode` from `__lh_batch` where `_lh_kind` = 'batch'").rows[0][0] -%}
-  {%- set schema_changes = run_query(
-      "select `_lh_row`, `_lh_change_op`, `_lh_change_column` from `__lh_batch`"
-      ~ " where `_lh_kind` = 'schema_change' order by `_lh_row`").rows -%}
+  {#- The batch marker (its truncate mode) and the schema changes, in one query. -#}
+  {%- set meta = namespace(truncate_mode=none) -%}
+  {%- set schema_changes = [] -%}
+  {%- for row in run_query(
+      "select `_lh_kind`, `_lh_truncate_mode`, `_lh_row`, `_lh_change_op`, `_lh_change_column` from `__lh_batch`"
+      ~ " where `_lh_kind` in ('batch', 'schema_change') order by `_lh_kind`, `_lh_row`").rows -%}
+    {%- if row[0] == 'batch' -%}
+      {%- set meta.truncate_mode = row[1] -%}
+    {%- else -%}
+      {%- do schema_changes.append(row[2:]) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set truncate_mode = meta.truncate_mode -%}
   {#- The stored columns by name; a column the table gains in this batch is NULL in its rows. -#}
   {%- set added = {} -%}
   {%- for column in add_columns -%}
@@ -86,24 +99,13 @@
     {%- endif %}
   {%- endcall -%}
   {%- call statement('lakehistory_new_live') -%}
-    cache table `__lh_new_live` as
+    create or replace temporary view `__lh_new_live` as
     {{ lakehistory._new_live_rows_sql(keys, data_columns, deleted_column, schema_changes) }}
   {%- endcall -%}
 
-  {#- Rule 9 inserts rows as sent: a key without an earliest start whose version repeats the start
-      of a row it already has would give the table two rows with one primary key. -#}
-  {%- set clash = run_query(
-      "select " ~ lakehistory._columns(keys, none) ~ ", `_fivetran_start` from `__lh_new_live` group by all having count(*) > 1 limit 1") -%}
-  {%- if clash.rows | length > 0 -%}
-    {%- do lakehistory._drop_temp_views() -%}
-    {{ exceptions.raise_compiler_error(
-        "Batch " ~ lakehistory._batch_label(staged, ordinal) ~ ": a version of key " ~ (clash.rows[0][:-1] | list) ~
-        " has _fivetran_start " ~ clash.rows[0][-1] ~ ", which the table already holds, and the batch gives no earliest start"
-        ~ " for the key that would replace it (spec rules 6, 7, 9). This batch and the later ones were not applied.") }}
-  {%- endif -%}
-
+  {%- set changes = lakehistory._changes_relation(target) -%}
   {%- call statement('lakehistory_changes') -%}
-    cache table `__lh_changes` as
+    create or replace table {{ changes }} using delta as
     select
         {%- for key in keys %}
         coalesce(old.{{ adapter.quote(key) }}, new.{{ adapter.quote(key) }}) as {{ adapter.quote(key) }},
@@ -124,10 +126,28 @@
         and old.`_fivetran_start` = new.`_fivetran_start`
   {%- endcall -%}
 
+  {#- The transaction's counts, the batch's rows, and whether a new row repeats another's start:
+      one query. -#}
   {%- set stats = run_query(
       "select count_if(`_lh_action` in ('open', 'replace')), count_if(`_lh_action` in ('close', 'replace')),"
-      ~ " count_if(`_lh_action` = 'close') from `__lh_changes`").rows[0] -%}
-  {%- set rows_in = run_query("select count(*) from `__lh_batch` where `_lh_kind` in " ~ lakehistory._row_kinds()).rows[0][0] -%}
+      ~ " count_if(`_lh_action` = 'close'),"
+      ~ " (select count(*) from `__lh_batch` where `_lh_kind` in " ~ lakehistory._row_kinds() ~ "),"
+      ~ " (select count(*) from (select 1 from " ~ changes ~ " where `_lh_action` <> 'close'"
+      ~ " group by " ~ lakehistory._columns(keys, none) ~ ", `_fivetran_start` having count(*) > 1))"
+      ~ " from " ~ changes).rows[0] -%}
+  {%- set rows_in = stats[3] -%}
+  {#- Rule 9 inserts rows as sent: a key without an earliest start whose version repeats the start
+      of a row it already has would give the table two rows with one primary key. -#}
+  {%- if stats[4] | int > 0 -%}
+    {%- set clash = run_query(
+        "select " ~ lakehistory._columns(keys, none) ~ ", `_fivetran_start` from " ~ changes
+        ~ " where `_lh_action` <> 'close' group by all having count(*) > 1 limit 1").rows[0] -%}
+    {%- do lakehistory._release_batch(target) -%}
+    {{ exceptions.raise_compiler_error(
+        "Batch " ~ lakehistory._batch_label(staged, ordinal) ~ ": a version of key " ~ (clash[:-1] | list) ~
+        " has _fivetran_start " ~ clash[-1] ~ ", which the table already holds, and the batch gives no earliest start"
+        ~ " for the key that would replace it (spec rules 6, 7, 9). This batch and the later ones were not applied.") }}
+  {%- endif -%}
 
   {#- Rule 17 "add the column": a column the rows bring that the table lacks joins the table, next
       to the source columns, just before the batch's MERGE (its own Delta commit; a re-run finds it
@@ -146,11 +166,11 @@
   {%- call statement('lakehistory_append') -%}
     insert into {{ target }} ({{ lakehistory._columns(keys + value_columns, none) }}, `valid_from`, `removal`)
     select {{ lakehistory._columns(keys + value_columns, 'c') }}, {{ version }}, false
-    from `__lh_changes` as c
+    from {{ changes }} as c
     where c.`_lh_action` in ('open', 'replace')
     union all
     select {{ lakehistory._columns(keys + value_columns, 'l') }}, {{ version }}, true
-    from `__lh_changes` as c
+    from {{ changes }} as c
     inner join `__lh_live` as l
         on {{ lakehistory._join_on('l', 'c', keys) }}
         and l.`_fivetran_start` = c.`_lh_old_start`
@@ -160,9 +180,9 @@
   {%- call statement('lakehistory_merge') -%}
     merge into {{ target }} as t
     using (
-        select *, true as `_lh_closes` from `__lh_changes` where `_lh_action` in ('close', 'replace')
+        select *, true as `_lh_closes` from {{ changes }} where `_lh_action` in ('close', 'replace')
         union all
-        select *, false as `_lh_closes` from `__lh_changes` where `_lh_action` in ('open', 'replace')
+        select *, false as `_lh_closes` from {{ changes }} where `_lh_action` in ('open', 'replace')
     ) as s
     on s.`_lh_closes`
         and {{ lakehistory._join_on('t', 's', keys) }}
@@ -209,12 +229,12 @@
   {#- Ids are max + 1: one writer at a time per lakehouse. A second writer shows as a repeated id. -#}
   {%- set writers = run_query("select count(*) from " ~ transactions ~ " where txn_id = " ~ txn_id).rows[0][0] -%}
   {%- if writers | int != 1 -%}
-    {%- do lakehistory._drop_temp_views() -%}
+    {%- do lakehistory._release_batch(target) -%}
     {{ exceptions.raise_compiler_error(
         "Transaction " ~ txn_id ~ " was recorded " ~ writers ~ " times: another dbt run applied batches to this lakehouse"
         ~ " at the same time. Run history models from one dbt invocation at a time.") }}
   {%- endif -%}
-  {%- do lakehistory._drop_temp_views() -%}
+  {%- do lakehistory._release_batch(target) -%}
 {% endmacro %}
 
 
@@ -232,14 +252,20 @@
 {% endmacro %}
 
 
-{#- The batch's cached intermediate results, released. -#}
-{% macro _drop_temp_views() %}
-  {%- for view in ['__lh_changes', '__lh_new_live', '__lh_live', '__lh_batch'] -%}
-    {%- do run_query("uncache table if exists `" ~ view ~ "`") -%}
+{#- The batch's views and its changes table, released (dropping a cached view frees its cache). -#}
+{% macro _release_batch(target) %}
+  {%- do run_query("drop table if exists " ~ lakehistory._changes_relation(target)) -%}
+  {%- for view in ['__lh_new_live', '__lh_live', '__lh_batch'] -%}
     {%- do run_query("drop view if exists `" ~ view ~ "`") -%}
   {%- endfor -%}
   {%- do run_query("drop temporary variable if exists `__lh_key_lo`") -%}
   {%- do run_query("drop temporary variable if exists `__lh_key_hi`") -%}
+{% endmacro %}
+
+
+{#- Where a batch's changes wait for its MERGE: `<history>__lh_changes`, beside the history table. -#}
+{% macro _changes_relation(target) %}
+  {{ return(target.incorporate(path={'identifier': target.identifier ~ '__lh_changes'})) }}
 {% endmacro %}
 
 

@@ -127,37 +127,39 @@ def plot(out: Path, samples: Sequence[Sample], figures: Sequence[Figure], memory
     ax.set_title("Cost of one batch against table size")
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "batch_cost.png", dpi=120)
-    plt.close(fig)
-    written.append(out / "batch_cost.png")
+    written.append(_save(plt, fig, out / "batch_cost.png"))
 
     # 2. every headline ratio against its goal
     if figures:
-        fig, ax = plt.subplots(figsize=(7, 0.6 * len(figures) + 1.5))
-        names = [f.name for f in figures]
-        ax.barh(names, [f.ratio for f in figures], color=["tab:green" if f.met else "tab:red" for f in figures])
+        colors = ["tab:green" if f.met else "tab:red" for f in figures]
+        fig, ax = _bars(plt, [f.name for f in figures], [f.ratio for f in figures], 0.6, color=colors)
         for i, f in enumerate(figures):
             ax.annotate(f"{f.ratio:.2f}x (goal {f.goal})", (f.ratio, i), xytext=(4, -4), textcoords="offset points")
-        ax.invert_yaxis()
         ax.set_xlim(0, max(f.ratio for f in figures) * 1.45)  # room for the labels
         ax.set_xlabel("ratio of medians")
         ax.set_title("Headline ratios (green: goal met)")
-        fig.tight_layout()
-        fig.savefig(out / "ratios.png", dpi=120)
-        plt.close(fig)
-        written.append(out / "ratios.png")
+        written.append(_save(plt, fig, out / "ratios.png"))
 
     # 3. peak driver memory per step
     if memory:
-        fig, ax = plt.subplots(figsize=(7, 0.35 * len(memory) + 1.5))
         labels = [f"{m['measure']} @ {scale_text(m['scale'])}" for m in memory]
-        ax.barh(labels, [m["heap_peak_mib"] for m in memory], label="JVM heap peak")
-        ax.invert_yaxis()
+        fig, ax = _bars(plt, labels, [m["heap_peak_mib"] for m in memory], 0.35, label="JVM heap peak")
         ax.set_xlabel("MiB")
         ax.set_title("Peak driver memory")
-        fig.tight_layout()
-        fig.savefig(out / "memory.png", dpi=120)
-        plt.close(fig)
-        written.append(out / "memory.png")
+        written.append(_save(plt, fig, out / "memory.png"))
     return written
+
+
+def _bars(plt: Any, labels: Sequence[str], values: Sequence[float], row_inches: float, **style: Any) -> tuple:
+    """A horizontal bar chart, one row per label, the first at the top."""
+    fig, ax = plt.subplots(figsize=(7, row_inches * len(labels) + 1.5))
+    ax.barh(labels, values, **style)
+    ax.invert_yaxis()
+    return fig, ax
+
+
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
