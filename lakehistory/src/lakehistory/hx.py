@@ -314,8 +314,9 @@ def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str) -> D
     order (mod_time, id); the key's first version reaches back without end (a child older than its
     parent takes the parent's first version). Of versions with one mod_time only the last (by id)
     keeps a non-empty interval: a child at that time takes it. Each child then joins the one
-    interval of its key that holds its mod_time: an equi-join on the key with a range filter, which
-    Spark can run as a hash join (only the parent side is sorted, by the window)."""
+    interval of its key that holds its mod_time: an equi-join on the key with a range filter. No
+    window runs over the children; Spark broadcasts the intervals when they are small enough and
+    otherwise runs a sort-merge join."""
     parent_id = fk.hx_column
     k = [f"_k{i}" for i in range(len(fk.columns))]
     has_key = reduce(lambda x, y: x & y, [_q(c).isNotNull() for c in fk.columns])
