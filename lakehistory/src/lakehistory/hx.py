@@ -307,7 +307,7 @@ def corrections(points: DataFrame, hx_rows: DataFrame, key: Sequence[str], cols:
 # -- history foreign keys: an as-of join on intervals of time -------------------------------------
 
 
-def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str) -> DataFrame:
+def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str, *, narrow: bool = True) -> DataFrame:
     """`children` plus `fk.hx_column`: the parent `_hx` row current at each child's mod_time.
 
     The parent's versions become intervals of time, each [its mod_time, the next version's) in the
@@ -316,23 +316,30 @@ def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str) -> D
     keeps a non-empty interval: a child at that time takes it. Each child then joins the one
     interval of its key that holds its mod_time: an equi-join on the key with a range filter. No
     window runs over the children; Spark broadcasts the intervals when they are small enough and
-    otherwise runs a sort-merge join."""
+    otherwise runs a sort-merge join.
+
+    `narrow` first cuts the parent's versions down to the children's keys (a key range Delta skips
+    files by, then a semi join), so that an incremental run's window covers its batch's parents,
+    not the whole parent table. A first build passes `narrow=False`: its children are the whole
+    table, their keys are the parent's, and cutting down would cost a pass over the children and
+    save nothing."""
     parent_id = fk.hx_column
     k = [f"_k{i}" for i in range(len(fk.columns))]
-    has_key = reduce(lambda x, y: x & y, [_q(c).isNotNull() for c in fk.columns])
-    wanted_keys = (
-        children.where(has_key).select(*[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)]).distinct()
+    versions = fk.parent.select(
+        *[_q(c).alias(n) for c, n in zip(fk.parent_columns, k, strict=True)],
+        F.col(MOD_TIME).alias("_t"),
+        _q(parent_id).alias("_parent"),
     )
-    lo, hi = wanted_keys.agg(F.min("_k0"), F.max("_k0")).collect()[0]  # one row: a range Delta can skip by
-    versions = (
-        fk.parent.where(_q(fk.parent_columns[0]).between(F.lit(lo), F.lit(hi)))
-        .select(
-            *[_q(c).alias(n) for c, n in zip(fk.parent_columns, k, strict=True)],
-            F.col(MOD_TIME).alias("_t"),
-            _q(parent_id).alias("_parent"),
+    if narrow:
+        has_key = reduce(lambda x, y: x & y, [_q(c).isNotNull() for c in fk.columns])
+        wanted_keys = (
+            children.where(has_key)
+            .select(*[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)])
+            .distinct()
+            .localCheckpoint()  # read twice: for the range and for the semi join
         )
-        .join(wanted_keys, k, "left_semi")
-    )
+        lo, hi = wanted_keys.agg(F.min("_k0"), F.max("_k0")).collect()[0]  # one row: a range Delta can skip by
+        versions = versions.where(F.col("_k0").between(F.lit(lo), F.lit(hi))).join(wanted_keys, k, "left_semi")
     by_time = Window.partitionBy(*k).orderBy("_t", "_parent")
     intervals = versions.select(
         *k,
@@ -468,7 +475,7 @@ def append_rows(spec: HxSpec, src: Source, transactions: DataFrame, existing: Da
     order = Window.orderBy(TXN_ID, MOD_TIME, *[_q(k) for k in key])
     out = out.withColumn(spec.hx_id, (F.row_number().over(order) + F.lit(last_id)).cast("bigint")).localCheckpoint()
     for fk in spec.foreign_keys:
-        out = resolve_foreign_key(out, fk, spec.hx_id)
+        out = resolve_foreign_key(out, fk, spec.hx_id, narrow=existing is not None)
     return out.select(*[_q(c) for c in spec.output_columns])
 
 

@@ -217,7 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def resolve() -> None:
         fk = ForeignKey(("history_id",), "meta_history", ("history_id",), spark.table(parent_table))
         children = spark.table(child_table).drop("parent_version_id")
-        resolve_foreign_key(children, fk, "obs_raw_hx_id").write.format("noop").mode("overwrite").save()
+        # As a first build resolves them: 10M child versions are the whole child table.
+        resolved = resolve_foreign_key(children, fk, "obs_raw_hx_id", narrow=False)
+        resolved.write.format("noop").mode("overwrite").save()
 
     def equi_join() -> None:
         parents = spark.table(parent_table).select("meta_history_hx_id")
