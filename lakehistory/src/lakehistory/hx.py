@@ -321,8 +321,8 @@ def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str, *, n
     `narrow` first cuts the parent's versions down to the children's keys (a key range Delta skips
     files by, then a semi join), so that an incremental run's window covers its batch's parents,
     not the whole parent table. A first build passes `narrow=False`: its children are the whole
-    table, their keys are the parent's, and cutting down would cost a pass over the children and
-    save nothing."""
+    child table, and cutting the parent down to their keys would cost a pass over them to save
+    little."""
     parent_id = fk.hx_column
     k = [f"_k{i}" for i in range(len(fk.columns))]
     versions = fk.parent.select(
