@@ -338,8 +338,7 @@ def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str, *, n
             .distinct()
             .localCheckpoint()  # read twice: for the range and for the semi join
         )
-        lo, hi = wanted_keys.agg(F.min("_k0"), F.max("_k0")).collect()[0]  # one row: a range Delta can skip by
-        versions = versions.where(F.col("_k0").between(F.lit(lo), F.lit(hi))).join(wanted_keys, k, "left_semi")
+        versions = versions.where(_key_range(wanted_keys, "_k0")).join(wanted_keys, k, "left_semi")
     by_time = Window.partitionBy(*k).orderBy("_t", "_parent")
     intervals = versions.select(
         *k,
