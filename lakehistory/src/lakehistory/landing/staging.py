@@ -608,13 +608,12 @@ def register_pending_batches(
     key: Sequence[str],
     columns: Sequence[Sequence[str]],
     transactions: str | None = None,
-) -> int:
+) -> None:
     """Entry point for dbt (`adapter.call_python`): stage, validate and register the pending
-    batches of `table` as the temp view `view`. Returns the number of pending batches."""
+    batches of `table` as the temp view `view`."""
     spec = TableSpec(table=table, key=tuple(key), columns=spec_columns(columns))
     staged = stage_pending_batches(spark, landing_root, spec, transactions)
     staged.createOrReplaceTempView(view)
-    return staged.where(F.col("_lh_kind") == "batch").count()
 
 
 def applied_batches(spark: SparkSession, transactions: str | None, table: str) -> Applied:
@@ -648,6 +647,8 @@ def stage_pending_batches(
         + ([changes] if changes is not None else []),
     )
     try:
+        # The files are read once: validation and the history merge read this copy.
+        staged = staged.localCheckpoint()
         validate(staged, spec, table_exists=applied.last_sequence is not None)
     except BatchError:
         raise

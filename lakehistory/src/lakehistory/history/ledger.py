@@ -1,0 +1,237 @@
+"""Transactions: what a history table's own Delta commits say was applied, and the project's
+transactions table, which is derived from them.
+
+A group of batches is one Delta commit of the history table. Its commit info carries, as
+`userMetadata`, the transactions it makes (ids, batches, counts, times). The transactions table
+gets the same rows right after the commit. If the run stops in between, the commit is the truth:
+the next run reads the history table's commits that the transactions table has not seen
+(`DESCRIBE HISTORY`, newest first, down to the last recorded Delta version) and records them
+before it allocates a new id. So a batch is applied exactly once and ids stay gap-free, whatever
+moment a run was killed at.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+COMMIT_KEY = "lakehistory"
+COMMIT_FORMAT = 1
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+NEW_TRANSACTIONS_VIEW = "__lh_new_transactions"
+
+# The transactions table's columns, in order (see macros/history/transactions_relation.sql).
+COLUMNS = (
+    "txn_id",
+    "txn_uuid",
+    "operation",
+    "source_table",
+    "history_table",
+    "batch_id",
+    "batch_sequence",
+    "author",
+    "app_id",
+    "commit_message",
+    "started_at",
+    "committed_at",
+    "rows_in",
+    "versions_opened",
+    "versions_closed",
+    "rows_overlap_deleted",
+    "rows_purged",
+    "delta_version",
+)
+_ROW_SCHEMA = StructType(
+    [
+        StructField("txn_id", LongType()),
+        StructField("source_table", StringType()),
+        StructField("history_table", StringType()),
+        StructField("batch_id", StringType()),
+        StructField("batch_sequence", LongType()),
+        StructField("author", StringType()),
+        StructField("app_id", StringType()),
+        StructField("commit_message", StringType()),
+        StructField("started_at", StringType()),
+        StructField("committed_at", TimestampType()),
+        StructField("rows_in", LongType()),
+        StructField("versions_opened", LongType()),
+        StructField("versions_closed", LongType()),
+        StructField("rows_overlap_deleted", LongType()),
+        StructField("delta_version", LongType()),
+    ]
+)
+
+
+class LedgerError(RuntimeError):
+    """The history table and the transactions table disagree in a way no rerun can repair."""
+
+
+@dataclass(frozen=True)
+class Txn:
+    """One applied batch, as its history table's commit records it."""
+
+    txn_id: int
+    batch_id: str
+    sequence: int
+    source_table: str
+    author: str | None
+    app_id: str | None
+    commit_message: str | None
+    started_at: str  # 'yyyy-MM-dd HH:mm:ss.SSS', UTC
+    rows_in: int
+    versions_opened: int
+    versions_closed: int
+    rows_overlap_deleted: int
+
+
+def commit_metadata(txns: Sequence[Txn]) -> str:
+    return json.dumps({COMMIT_KEY: {"format": COMMIT_FORMAT, "transactions": [asdict(t) for t in txns]}})
+
+
+def committed_txns(user_metadata: str | None) -> list[Txn] | None:
+    """The transactions a commit made, or None for a commit the history merge did not make."""
+    if not user_metadata:
+        return None
+    try:
+        body = json.loads(user_metadata)[COMMIT_KEY]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return [Txn(**t) for t in body["transactions"]]
+
+
+@dataclass(frozen=True)
+class Commit:
+    version: int
+    timestamp: dt.datetime
+    txns: list[Txn]
+
+
+def transaction_times(last_started: dt.datetime | None, count: int, now: dt.datetime | None = None) -> list[str]:
+    """Start times of `count` new transactions: now, but always after the previous transaction's,
+    1 ms apart, so started_at orders transactions too (and timestamp versions stay distinct)."""
+    now = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None)
+    now = now.replace(microsecond=now.microsecond // 1000 * 1000)
+    first = now if last_started is None else max(now, last_started.replace(tzinfo=None) + dt.timedelta(milliseconds=1))
+    return [(first + dt.timedelta(milliseconds=i)).isoformat(sep=" ", timespec="milliseconds") for i in range(count)]
+
+
+def unrecorded_commits(spark: SparkSession, history: str, state: Recorded) -> list[Commit]:
+    """The history table's commits that made transactions the transactions table lacks, oldest
+    first: those from its last recorded Delta version on (that one too, in case rows of it were
+    lost), with only their unrecorded transactions."""
+    latest = spark.sql(f"describe history {history} limit 1").collect()
+    if not latest:
+        return []
+    since = state.delta_version if state.delta_version is not None else 0
+    span = latest[0]["version"] - since + 1
+    rows = latest if span <= 1 else spark.sql(f"describe history {history} limit {int(span)}").collect()
+    commits = []
+    for row in rows:
+        txns = [t for t in committed_txns(row["userMetadata"]) or [] if t.txn_id > state.history_last_id]
+        if txns and row["version"] >= since:
+            commits.append(Commit(int(row["version"]), row["timestamp"], txns))
+    return sorted(commits, key=lambda c: c.version)
+
+
+def record(spark: SparkSession, transactions: str, history: str, commits: Iterable[Commit], uuid_sql: str) -> int:
+    """Insert the transactions of `commits` into the transactions table, in one statement.
+    `uuid_sql` is the SQL expression of a transaction's uuid over `txn_id` and `started_at`."""
+    rows = [
+        (
+            t.txn_id,
+            t.source_table,
+            history,
+            t.batch_id,
+            t.sequence,
+            t.author,
+            t.app_id,
+            t.commit_message,
+            t.started_at,
+            c.timestamp,
+            t.rows_in,
+            t.versions_opened,
+            t.versions_closed,
+            t.rows_overlap_deleted,
+            c.version,
+        )
+        for c in commits
+        for t in c.txns
+    ]
+    if not rows:
+        return 0
+    frame = spark.createDataFrame(rows, _ROW_SCHEMA)
+    frame.withColumn("started_at", frame["started_at"].cast("timestamp")).createOrReplaceTempView(NEW_TRANSACTIONS_VIEW)
+    spark.sql(f"""
+        insert into {transactions} ({", ".join(COLUMNS)})
+        select
+            txn_id,
+            {uuid_sql},
+            'batch',
+            source_table,
+            history_table,
+            batch_id,
+            batch_sequence,
+            author,
+            app_id,
+            commit_message,
+            started_at,
+            committed_at,
+            rows_in,
+            versions_opened,
+            versions_closed,
+            rows_overlap_deleted,
+            0,
+            delta_version
+        from `{NEW_TRANSACTIONS_VIEW}`
+    """)
+    spark.catalog.dropTempView(NEW_TRANSACTIONS_VIEW)
+    return len(rows)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What the transactions table holds: the last id and start time (all tables), and for one
+    history table its last recorded Delta version."""
+
+    last_id: int
+    last_started: dt.datetime | None
+    history_last_id: int
+    delta_version: int | None
+
+
+def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
+    mine = F.col("history_table") == F.lit(history)
+    row = (
+        spark.table(transactions)
+        .agg(
+            F.coalesce(F.max("txn_id"), F.lit(0)).alias("last_id"),
+            F.max("started_at").alias("last_started"),
+            F.coalesce(F.max(F.when(mine, F.col("txn_id"))), F.lit(0)).alias("history_last_id"),
+            F.max(F.when(mine, F.col("delta_version"))).alias("delta_version"),
+        )
+        .first()
+    )
+    return Recorded(int(row["last_id"]), row["last_started"], int(row["history_last_id"]), row["delta_version"])
+
+
+def recover(spark: SparkSession, transactions: str, history: str, uuid_sql: str) -> int:
+    """Record what the history table committed and the transactions table lacks (a run stopped
+    between the two). Returns the number of transactions recorded."""
+    state = recorded(spark, transactions, history)
+    commits = unrecorded_commits(spark, history, state)
+    if not commits:
+        return 0
+    first = min(t.txn_id for c in commits for t in c.txns)
+    if first <= state.last_id:
+        raise LedgerError(
+            f"{history} committed transaction {first} (Delta version {commits[0].version}), but the transactions"
+            f" table already gives id {first} to another transaction: two runs applied batches to this lakehouse"
+            " at the same time. Run history models from one dbt invocation at a time."
+        )
+    return record(spark, transactions, history, commits, uuid_sql)
