@@ -39,6 +39,7 @@
       'exists': arg_dict['existing_relation'] is not none,
       'history_tables': lakehistory._history_relations(),
       'invocation_id': invocation_id,
+      'max_batches_per_commit': config.get('max_batches_per_commit'),
   }) -%}
   select {{ outcome['batches'] | int }} as batches_applied, {{ outcome['groups'] | int }} as groups_committed
 {% endmacro %}

@@ -113,9 +113,11 @@ def apply_pending(
     exists: bool,
     history_tables: Sequence[str] = (),
     invocation_id: str = "",
+    max_batches_per_commit: int | None = None,
 ) -> dict:
     """Entry point for the strategy macro: apply the pending batches in `staged` (the model's
-    rows, a view of lakehistory.landing_batches) to the history table `target`."""
+    rows, a view of lakehistory.landing_batches) to the history table `target`, at most
+    `max_batches_per_commit` batches per group (None: as many as the rules allow)."""
     versions = Versioning(**versioning)
     layout = _layout(spark, staged, keys, deleted_column)
     if not exists:
@@ -129,6 +131,8 @@ def apply_pending(
     at = 0
     while at < len(pending):
         end = next((i for i in range(at + 1, len(pending)) if pending[i].rewrites), len(pending))
+        if max_batches_per_commit:
+            end = min(end, at + int(max_batches_per_commit))
         at += _apply_group(spark, target, staged, transactions, layout, versions, uuid_sql, pending[at:end], outcome)
     return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
 
