@@ -47,9 +47,17 @@
 {% endmacro %}
 
 
-{#- The next transaction: its id (max + 1: one writer at a time per lakehouse) and its time (now,
-    but always after the previous transaction's, so started_at orders transactions too). -#}
+{#- The next transaction (of a snapshot capture or a cleanup): its id (max + 1: one writer at a
+    time per lakehouse) and its time (now, but always after the previous transaction's, so
+    started_at orders transactions too). -#}
 {% macro next_transaction(transactions) %}
+  {#- A stopped run may have left a history table's commit unrecorded: record it first. -#}
+  {%- do adapter.call_python('lakehistory.history.apply:recover_transactions', {
+      'transactions': transactions | string,
+      'history_tables': lakehistory._history_relations(),
+      'uuid_sql': lakehistory.naksha_uuid('`txn_id`', '`started_at`', 0),
+      'invocation_id': invocation_id,
+  }) -%}
   {%- set now = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
   {%- set next = run_query(
       "select coalesce(max(txn_id), 0) + 1, date_format(greatest(timestamp'" ~ now ~ "',"

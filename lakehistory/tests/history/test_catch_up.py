@@ -12,91 +12,21 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from engine_case import Engine
 from history_case import normalize
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from harness import DbtProject, copy_project, unique_schema
-from lakehistory.history.apply import HistoryError, apply_pending
+from lakehistory.history.apply import HistoryError
 from lakehistory.landing.batch import EARLIEST, START, Batch
-from lakehistory.landing.staging import register_pending_batches
-from lakehistory.landing.writer import write_batch
 from oracle.fivetran import apply_batch, key_of
-from oracle.streams import DELETED_COLUMN, batch_streams
+from oracle.streams import batch_streams
 from oracle.transaction_time import ordered, physical_rows
-
-OPEN = 9223372036854775807
 
 
 @pytest.fixture(scope="module")
 def engine(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Engine:
-    project = DbtProject(copy_project(tmp_path_factory.mktemp("catch_up")), unique_schema("catch_up"))
-    project.spark.sql(f"create schema if not exists `{project.schema}`")
-    project.run_ok("run-operation", "lakehistory.ensure_transactions_table")
-    uuid_sql = project.compile_inline("{{ lakehistory.naksha_uuid('`txn_id`', '`started_at`', 0) }}").strip()
-    return Engine(project, uuid_sql)
-
-
-@dataclasses.dataclass
-class Engine:
-    project: DbtProject
-
-    uuid_sql: str
-
-    @property
-    def transactions(self) -> str:
-        return f"`{self.project.schema}`.`lakehistory_transactions`"
-
-    def apply(self, table: str, batches: list[Batch], columns, key, per_commit: int | None) -> None:
-        """Land the batches under `table`, then run staging and the merge as one dbt run would."""
-        for b in batches:
-            write_batch(self.project.landing, dataclasses.replace(b, table=table))
-        spark = self.project.spark
-        view = f"__lakehistory_pending__{table}"
-        register_pending_batches(
-            spark, view, str(self.project.landing), table, key, [(c.name, c.type) for c in columns], self.transactions
-        )
-        target = f"`{self.project.schema}`.`{table}`"
-        apply_pending(
-            spark,
-            target=target,
-            staged=f"`{view}`",
-            transactions=self.transactions,
-            keys=key,
-            deleted_column=DELETED_COLUMN if any(c.name == DELETED_COLUMN for c in columns) else None,
-            versioning={"version_type": "integer", "open_end": "max", "append_only": False},
-            uuid_sql=self.uuid_sql,
-            exists=spark.catalog.tableExists(f"{self.project.schema}.{table}"),
-            max_batches_per_commit=per_commit,
-        )
-
-    def physical(self, table: str) -> list[tuple[dict, int, int | None]]:
-        """The table's rows with valid_from / valid_to as batch sequences (None: open)."""
-        if not self.project.spark.catalog.tableExists(f"{self.project.schema}.{table}"):
-            return []
-        sequence = {
-            r["txn_id"]: r["batch_sequence"]
-            for r in self.project.rows(f"select txn_id, batch_sequence from {self.transactions}")
-        }
-        rows = self.project.rows(f"select * from `{self.project.schema}`.`{table}`")
-        return ordered(
-            [
-                (
-                    normalize({k: v for k, v in r.items() if k not in ("valid_from", "valid_to")}),
-                    sequence[r["valid_from"]],
-                    None if r["valid_to"] == OPEN else sequence[r["valid_to"]],
-                )
-                for r in rows
-            ]
-        )
-
-    def transactions_of(self, table: str) -> list[tuple]:
-        return [
-            (r["batch_id"], r["rows_in"], r["versions_opened"], r["versions_closed"], r["rows_overlap_deleted"])
-            for r in self.project.rows(
-                f"select * from {self.transactions} where source_table = '{table}' order by txn_id"
-            )
-        ]
+    return Engine.start(tmp_path_factory.mktemp("catch_up"), "catch_up")
 
 
 def without_earliest(batch: Batch) -> Batch:
@@ -146,11 +76,12 @@ def test_catch_up_equals_one_at_a_time_and_the_reference(engine: Engine, stream,
     results = {}
     for mode, per_commit in (("all", None), ("one", 1)):
         table = f"{name}_{mode}"
+        engine.land(table, batches)
         if refused is None:
-            engine.apply(table, batches, columns, key, per_commit)
+            engine.apply(table, columns, key, per_commit)
         else:
             with pytest.raises(HistoryError, match=refused.batch_id):
-                engine.apply(table, batches, columns, key, per_commit)
+                engine.apply(table, columns, key, per_commit)
         results[mode] = (engine.physical(table), engine.transactions_of(table))
     catch_up, one_at_a_time = results["all"], results["one"]
     assert catch_up[0] == want, "catch-up differs from the reference"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from lakehistory.generator.domain import get_table
 from lakehistory.landing.batch import TMAX, Batch
@@ -258,6 +259,29 @@ def change_snapshot_source(spark: SparkSession, schema: str, staged: str) -> Non
         when matched then update set {updates}
         when not matched and b.`_lh_kind` = 'replace' then insert ({DATA_COLUMNS}) values ({values})
     """)
+
+
+def read_landed_batch(spark: SparkSession, landing: Path, r: int) -> str:
+    """Round r's batch as a hand-written pipeline reads it: its CSV files, typed, with the file
+    kind in `_lh_kind`, as the temp view `bench_batch` (lazy: reading is part of what is timed)."""
+    types = {c.name: c.type for c in TABLE.columns} | {
+        "_fivetran_start": "timestamp",
+        "_fivetran_end": "timestamp",
+        "_fivetran_active": "boolean",
+        "_fivetran_synced": "timestamp",
+    }
+    folder = landing / TABLE.name / f"bench-{r:04d}"
+    frames = []
+    for kind in ("replace", "delete", "earliest"):
+        path = folder / f"{kind}_0.csv"
+        if path.exists():
+            raw = spark.read.option("header", True).csv(str(path))
+            frames.append(raw.select(*[F.col(c).cast(types[c]) for c in raw.columns], F.lit(kind).alias("_lh_kind")))
+    batch = frames[0]
+    for frame in frames[1:]:
+        batch = batch.unionByName(frame, allowMissingColumns=True)
+    batch.createOrReplaceTempView("bench_batch")
+    return "`bench_batch`"
 
 
 def apply_by_hand(spark: SparkSession, staged: str, target: str) -> None:

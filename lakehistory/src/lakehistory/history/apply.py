@@ -28,7 +28,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.history import ledger
-from lakehistory.history.rules import GROUP_VIEW, STORED_VIEW, SYSTEM, Layout, changes_sql
+from lakehistory.history.rules import (
+    CANDIDATES_VIEW,
+    GROUP_VIEW,
+    STORED_VIEW,
+    SYSTEM,
+    Layout,
+    candidates_sql,
+    changes_sql,
+)
 from lakehistory.history.sql import cols, q, same_key
 from lakehistory.landing.batch import ACTIVE, END, START, SYNCED
 
@@ -37,6 +45,7 @@ MAX_BIGINT = 9223372036854775807
 MAX_TIMESTAMP = "timestamp'9999-12-31 23:59:59.999999'"
 HISTORY_COLUMNS = ("valid_from", "valid_to", "removal")
 SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
+CHANGES_VIEW = "`__lh_changes`"
 
 # Which dbt invocations have checked every history table for unrecorded commits, and the tables
 # whose last commit this process could not record: both are checked before any new transaction.
@@ -46,6 +55,16 @@ _unrecorded: set[str] = set()
 
 class HistoryError(RuntimeError):
     """A batch the rules cannot apply, or a model the strategy cannot serve."""
+
+
+# The points between the statements of a run where a stop (a killed process, a lost connection)
+# leaves the tables in a different state. Tests stop a run at each in turn and run it again.
+STOP_POINTS = ("columns_added", "recovered", "computed", "committed", "recorded")
+GROUP_STOP_POINTS = ("computed", "committed", "recorded")  # once per group
+
+
+def _reached(point: str) -> None:
+    """A named point of the run (see STOP_POINTS); nothing happens here."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +143,9 @@ def apply_pending(
         _create_table(spark, target, layout, versions)
     else:
         _add_new_columns(spark, target, layout)
+    _reached("columns_added")
     _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
+    _reached("recovered")
 
     pending = _pending(spark, staged, transactions, layout.keys[0])
     outcome = Outcome()
@@ -205,15 +226,23 @@ def _add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
 # --- what is pending ---------------------------------------------------------------------------------
 
 
+def recover_transactions(
+    spark: SparkSession, transactions: str, history_tables: Sequence[str], uuid_sql: str, invocation_id: str = ""
+) -> None:
+    """Entry point for `lakehistory.next_transaction` (snapshot captures and cleanups): record
+    what any history table committed and the transactions table lacks, before a new id."""
+    _recover(spark, transactions, None, history_tables, invocation_id, uuid_sql)
+
+
 def _recover(
     spark: SparkSession,
     transactions: str,
-    target: str,
+    target: str | None,
     history_tables: Sequence[str],
     invocation_id: str,
     uuid_sql: str,
 ) -> None:
-    tables = {target} | _unrecorded
+    tables = ({target} if target else set()) | _unrecorded
     if invocation_id not in _recovered_invocations:
         tables |= set(history_tables)
     for table in sorted(tables):
@@ -310,6 +339,7 @@ def _apply_group(
             n = changes.interleave
         else:
             break
+    _reached("computed")
     state = ledger.recorded(spark, transactions, target)
     times = ledger.transaction_times(state.last_started, n)
     txns = [
@@ -341,10 +371,12 @@ def _apply_group(
         spark.conf.unset(SKIP_EMPTY_COMMITS)
     commit = _own_commit(spark, target, txns)
     try:
+        _reached("committed")
         ledger.record(spark, transactions, target, [commit], uuid_sql)
     except Exception:
         _unrecorded.add(target)  # the next history run of this process records it first
         raise
+    _reached("recorded")
     outcome.batches += n
     outcome.groups += 1
     outcome.transactions += [t.txn_id for t in txns]
@@ -360,23 +392,24 @@ def _changes(
         f" where `_lh_ordinal` between {first.ordinal} and {group[-1].ordinal}"
     ).createOrReplaceTempView(GROUP_VIEW)
     _stored(spark, target, layout, versions, first, _key_range(group))
-    sql = changes_sql(layout, first.schema_changes, first.truncate)
-    frame = spark.sql(sql).localCheckpoint()
-    frame.createOrReplaceTempView("__lh_changes")
+    candidates = spark.sql(candidates_sql(layout, first.schema_changes, first.truncate)).localCheckpoint()
+    candidates.createOrReplaceTempView(CANDIDATES_VIEW)
+    frame = spark.sql(changes_sql(layout, first.rewrites)).localCheckpoint()
+    frame.createOrReplaceTempView(CHANGES_VIEW)
     rows = spark.sql(
-        """
-        select 'opened' as what, `_lh_from` as b, count(*) as n from `__lh_changes`
+        f"""
+        select 'opened' as what, `_lh_from` as b, count(*) as n from {CHANGES_VIEW}
         where `_lh_action` = 'insert' group by `_lh_from`
         union all
-        select 'closed', `_lh_to`, count(*) from `__lh_changes`
-        where `_lh_action` in ('close', 'insert') and `_lh_to` is not null group by `_lh_to`
+        select 'closed', `_lh_to`, count(*) from {CHANGES_VIEW} where `_lh_to` is not null group by `_lh_to`
         union all
-        select 'gone', `_lh_to`, count(*) from `__lh_changes` where `_lh_gone` group by `_lh_to`
+        select 'gone', `_lh_to`, count(*) from {CHANGES_VIEW} where `_lh_gone` group by `_lh_to`
         union all
-        select 'closes_stored', 0, count(*) from `__lh_changes` where `_lh_action` = 'close'
+        select 'closes_stored', 0, count(*) from {CHANGES_VIEW} where `_lh_action` = 'close'
         union all
-        select `_lh_action`, min(`_lh_from`), 1 from `__lh_changes`
-        where `_lh_action` in ('clash', 'interleave') group by `_lh_action`
+        select 'clash', min(`_lh_clash`), 1 from {CHANGES_VIEW} having min(`_lh_clash`) is not null
+        union all
+        select 'interleave', min(`_lh_interleave`), 1 from {CHANGES_VIEW} having min(`_lh_interleave`) is not null
         """
     ).collect()
     counts: dict[str, dict[int, int]] = {}
@@ -458,7 +491,7 @@ def _write(
     """One commit: the MERGE that closes stored rows and inserts the new ones, or a plain append
     when no stored row closes (a first build, new keys only) or the table is append-only."""
     row = cols(layout.row)
-    frame = "`__lh_changes`"
+    frame = CHANGES_VIEW
     if versions.append_only:
         spark.sql(f"""
             insert into {target} ({row}, `valid_from`, `removal`)
@@ -487,7 +520,7 @@ def _write(
     values["`valid_from`"] = F.expr(version.format("s.`_lh_from`"))
     values["`valid_to`"] = F.expr(to)
     (
-        spark.table("__lh_changes")
+        spark.table(CHANGES_VIEW)
         .where("`_lh_action` in ('close', 'insert')")
         .alias("s")
         .mergeInto(target, condition)
@@ -518,7 +551,7 @@ def _own_commit(spark: SparkSession, target: str, txns: list[ledger.Txn]) -> led
 
 
 def _clash_message(frame: DataFrame, batch: Batch, layout: Layout) -> str:
-    clash = frame.where("`_lh_action` = 'clash' and `_lh_from` = 1").select(*layout.keys, START).first()
+    clash = frame.where("`_lh_clash` = 1").select(*[q(k) for k in layout.keys], q(START)).first()
     key = [clash[k] for k in layout.keys] if clash else []
     start = clash[START] if clash else "?"
     return (

@@ -24,17 +24,19 @@ brings it until the batch that closes or removes it, and its closed content unti
 Pieces of one (key, `_fivetran_start`) that follow each other with equal content are one physical
 row (a re-delivered version changes nothing, as when batches are applied one at a time).
 
-Inputs are two views: `__lh_group`, the staged rows of the group's batches with `_lh_b` = 1..n in
-batch order, and `__lh_stored`, the rows of the history table current in transaction time that
-the group can reach. The query returns one row per change, `_lh_action`:
-  close       a stored row ends at batch `_lh_to`
-  insert      a new physical row, valid from batch `_lh_from` to `_lh_to` (NULL: still open)
-  clash       batch `_lh_from` brings a version whose key and start (given) a row still has
-              (rule 9 would give the table two rows with one primary key): it cannot be applied
-  interleave  batch `_lh_from` puts a version below a row still there; later batches go in a
-              later group
-`_lh_gone` marks a row whose (key, start) leaves the Fivetran table when it ends (rule 7, or a
-hard truncate), for the transaction's `rows_overlap_deleted`.
+Two queries compute a group (each result is small and kept in memory for the next step):
+1. `candidates_sql` over `__lh_group` (the staged rows of the group's batches, `_lh_b` = 1..n in
+   batch order) and `__lh_stored` (the table's current rows the group reaches): every stored row
+   and version with its fate (when it is removed, when it is touched).
+2. `changes_sql` over step 1's `__lh_candidates`: one row per change, `_lh_action`:
+     close   a stored row ends at batch `_lh_to`
+     insert  a new physical row, valid from batch `_lh_from` to `_lh_to` (NULL: still open)
+   `_lh_gone` marks a row whose (key, start) leaves the Fivetran table when it ends (rule 7, or
+   a hard truncate), for the transaction's `rows_overlap_deleted`. `_lh_clash` is set on a row
+   that batch `_lh_clash` brings while a row with its key and start is still there (rule 9 would
+   give the table two rows with one primary key: that batch is refused); `_lh_interleave` on a
+   version that batch `_lh_interleave` puts below a row still there (later batches go in a later
+   group).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from lakehistory.landing.batch import ACTIVE, EARLIEST, END, START, SYNCED
 
 GROUP_VIEW = "__lh_group"
 STORED_VIEW = "__lh_stored"
+CANDIDATES_VIEW = "__lh_candidates"
 SYSTEM = (START, END, ACTIVE, SYNCED)
 
 
@@ -75,14 +78,16 @@ class Layout:
         return (*self.data, END, ACTIVE, SYNCED)
 
 
-def changes_sql(layout: Layout, schema_changes: tuple[tuple[int, str, str], ...] = (), truncate: bool = False) -> str:
-    """The change set of the group. `truncate` and `schema_changes` ((row, op, column), in
-    manifest order) belong to the group's first batch: they rewrite the stored rows before its
-    rows apply (rules 15-17), so such a batch always starts a group."""
+def candidates_sql(
+    layout: Layout, schema_changes: tuple[tuple[int, str, str], ...] = (), truncate: bool = False
+) -> str:
+    """Step 1 of 2: every row that may be part of the group's history (the stored rows, as the
+    first batch's truncate and schema changes leave them, and every version of the group's
+    batches) with its fate: `_lh_removed` (rule 7) and `_lh_touch` (rules 8, 11). `truncate`
+    and `schema_changes` ((row, op, column), in manifest order) belong to the group's first batch:
+    they rewrite the stored rows before its rows apply (rules 15-17)."""
     k = layout.keys
-    row = ", ".join(q(c) for c in layout.row)
-    content = "named_struct(" + ", ".join(f"{lit(c)}, {q(c)}" for c in layout.content) + ")"
-    by_key = cols(k)
+    row = cols(layout.row)
     mark = f"coalesce(`_lh_deleted_column` = {lit(layout.deleted_column)}, false)" if layout.deleted_column else "false"
     ctes = [
         f"batch as (\n    select * from {q(GROUP_VIEW)}\n)",
@@ -90,9 +95,9 @@ def changes_sql(layout: Layout, schema_changes: tuple[tuple[int, str, str], ...]
     -- per batch: whether it names the table's deleted column (rules 8, 11, seed form)
     select `_lh_b`, {mark} as `_lh_mark` from batch where `_lh_kind` = 'batch'
 )""",
+        f"stored_rows as (\n    select {row} from {q(STORED_VIEW)}\n)",
     ]
     pre = "stored_rows"
-    ctes.append(f"stored_rows as (\n    select {row} from {q(STORED_VIEW)}\n)")
     if truncate:
         ctes.append(_truncate_cte(layout, pre))
         pre = "truncated"
@@ -100,38 +105,23 @@ def changes_sql(layout: Layout, schema_changes: tuple[tuple[int, str, str], ...]
         ctes.extend(_schema_change_ctes(layout, pre, index, row_number, op, column))
         pre = f"changed_{index}"
     plain = layout.plain
-    in_batch = "partition by {}, b.`_lh_b` order by b.{} rows between unbounded preceding and 1 preceding".format(
-        cols(k, "b"), q(START)
+    sep = ",\n        "
+    in_batch = (
+        f"partition by {cols(k, 'b')}, b.`_lh_b` order by b.{q(START)} rows between unbounded preceding and 1 preceding"
     )
     prev = [
         f"last(case when not array_contains(b.`_lh_unmodified`, {lit(c)}) then named_struct('v', b.{q(c)}) end, true)"
         f" over ({in_batch}) as `_lh_prev_{i}`"
         for i, c in enumerate(plain)
     ]
-    base = [
-        f"max_by(c.{q(c_)}, c.{q(START)}) filter (where c.{q(START)} < f.`_lh_first`"
-        f" and not array_contains(c.`_lh_unmodified`, {lit(c_)})) as `_lh_base_{i}`"
-        for i, c_ in enumerate(plain)
-    ]
-    resolved = []
-    for c in layout.data:
-        if c == layout.deleted_column:
-            resolved.append(f"case when array_contains(v.`_lh_unmodified`, {lit(c)}) then false else v.{q(c)} end")
-        else:
-            i = plain.index(c)
-            resolved.append(
-                f"case when array_contains(v.`_lh_unmodified`, {lit(c)})"
-                f" then coalesce(v.`_lh_prev_{i}`, named_struct('v', b.`_lh_base_{i}`)).v else v.{q(c)} end"
-            )
-    sep = ",\n        "
-    resolved_columns = sep.join(f"{expr} as {q(c)}" for expr, c in zip(resolved, layout.data, strict=True))
-    closed_data = ", ".join(
-        f"case when `_lh_touch`.mark then true else {q(c)} end as {q(c)}" if c == layout.deleted_column else q(c)
-        for c in layout.data
+    no_prev = [f"cast(null as struct<v: {layout.types[c]}>) as `_lh_prev_{i}`" for i, c in enumerate(plain)]
+    prev_names = [f"`_lh_prev_{i}`" for i in range(len(plain))]
+    candidate = ", ".join(
+        [row, "`_lh_b`", "`_lh_kind`", "`_lh_unmodified`", "`_lh_first`", "`_lh_replace_before`", *prev_names]
     )
     ctes += [
         f"""versioned as (
-    select distinct {by_key}, `_lh_b` from batch where `_lh_kind` in ('replace', 'update')
+    select distinct {cols(k)}, `_lh_b` from batch where `_lh_kind` in ('replace', 'update')
 )""",
         f"""earliest as (
     -- rule 6: per batch and key, the earliest start (earliest files, or `_fivetran_earliest`
@@ -145,7 +135,7 @@ def changes_sql(layout: Layout, schema_changes: tuple[tuple[int, str, str], ...]
 )""",
         f"""deletes as (
     -- rule 11: per batch and key, the delete time (the earliest delete wins)
-    select {by_key}, `_lh_b`, min({q(END)}) as `_lh_d` from batch where `_lh_kind` = 'delete' group by all
+    select {cols(k)}, `_lh_b`, min({q(END)}) as `_lh_d` from batch where `_lh_kind` = 'delete' group by all
 )""",
         f"""events as (
     select
@@ -162,7 +152,10 @@ def changes_sql(layout: Layout, schema_changes: tuple[tuple[int, str, str], ...]
     -- rules 9, 10: each batch's versions of a key in start order; an unmodified cell looks back
     -- to the batch's earlier versions first
     select
-        b.*,
+        {cols(layout.row, "b")},
+        b.`_lh_b`,
+        b.`_lh_kind`,
+        b.`_lh_unmodified`,
         min(b.{q(START)}) over (partition by {cols(k, "b")}, b.`_lh_b`) as `_lh_first`,
         max(case when b.`_lh_kind` = 'replace' then 1 end)
             over ({in_batch}) as `_lh_replace_before`{"," if prev else ""}
@@ -172,20 +165,35 @@ def changes_sql(layout: Layout, schema_changes: tuple[tuple[int, str, str], ...]
 )""",
         f"""candidates as (
     -- the stored rows (before the group: batch 0) and every version; an update the rules ignore
-    -- (no previous version) is still here, and leaves at `resolved`
-    select {row}, 0 as `_lh_b`, 'stored' as `_lh_kind`, cast(array() as array<string>) as `_lh_unmodified`
+    -- (no previous version) is still here, and leaves in step 2
+    select
+        {row},
+        0 as `_lh_b`,
+        'stored' as `_lh_kind`,
+        cast(array() as array<string>) as `_lh_unmodified`,
+        cast(null as timestamp) as `_lh_first`,
+        cast(null as int) as `_lh_replace_before`{"," if no_prev else ""}
+        {sep.join(no_prev)}
     from {pre}
     union all
-    select {row}, `_lh_b`, `_lh_kind`, `_lh_unmodified` from versions
+    select {candidate} from versions
 )""",
-        f"""fates as (
-    -- rule 7: the first later batch whose earliest start for the key is at or before the row's
-    -- start removes it; rules 8 and 11: the first batch with an earliest start (later) or a delete
-    -- (the row's own batch too) touches it, and closes it if it is active then
+    ]
+    return (
+        "with\n"
+        + ",\n\n".join(ctes)
+        + f"""
+
+-- rule 7: the first later batch whose earliest start for the key is at or before the row's start
+-- removes it; rules 8 and 11: the first batch with an earliest start (later) or a delete (the
+-- row's own batch too) touches it, and closes it if it is active then
+select
+    f.`_lh_candidate`.*,
+    f.`_lh_removed`,
+    f.`_lh_touch`
+from (
     select
-        {cols(k, "c")},
-        c.{q(START)},
-        c.`_lh_b`,
+        any_value(struct(c.*)) as `_lh_candidate`,
         min(case when ev.`_lh_b` > c.`_lh_b` and ev.`_lh_e` <= c.{q(START)} then ev.`_lh_b` end) as `_lh_removed`,
         min_by(
             named_struct(
@@ -199,11 +207,51 @@ def changes_sql(layout: Layout, schema_changes: tuple[tuple[int, str, str], ...]
             ev.`_lh_b`
         ) filter (where (ev.`_lh_b` > c.`_lh_b` and ev.`_lh_e` is not null) or ev.`_lh_d` is not null) as `_lh_touch`
     from candidates as c
-    inner join events as ev on {same_key("c", "ev", k)} and ev.`_lh_b` >= c.`_lh_b`
-    group by all
-)""",
+    left join events as ev on {same_key("c", "ev", k)} and ev.`_lh_b` >= c.`_lh_b`
+    group by {cols(k, "c")}, c.{q(START)}, c.`_lh_b`
+) as f
+"""
+    )
+
+
+def changes_sql(layout: Layout, rewritten: bool = False) -> str:
+    """Step 2 of 2: the group's change set, from the candidates of step 1 in `__lh_candidates`
+    (`rewritten`: the first batch truncates or changes the schema)."""
+    k = layout.keys
+    row = cols(layout.row)
+    by_key = cols(k)
+    content = "named_struct(" + ", ".join(f"{lit(c)}, {q(c)}" for c in layout.content) + ")"
+    plain = layout.plain
+    sep = ",\n        "
+    base = [
+        f"max_by(c.{q(c_)}, c.{q(START)}) filter (where c.{q(START)} < f.`_lh_first`"
+        f" and not array_contains(c.`_lh_unmodified`, {lit(c_)})) as `_lh_base_{i}`"
+        for i, c_ in enumerate(plain)
+    ]
+    resolved = []
+    for c in layout.data:
+        if c == layout.deleted_column:
+            resolved.append(f"case when array_contains(v.`_lh_unmodified`, {lit(c)}) then false else v.{q(c)} end")
+        else:
+            i = plain.index(c)
+            resolved.append(
+                f"case when array_contains(v.`_lh_unmodified`, {lit(c)})"
+                f" then coalesce(v.`_lh_prev_{i}`, named_struct('v', b.`_lh_base_{i}`)).v else v.{q(c)} end"
+            )
+    resolved_columns = sep.join(f"{expr} as {q(c)}" for expr, c in zip(resolved, layout.data, strict=True))
+    open_piece = ", ".join(f"{lit(c)}, {q(c)}" for c in layout.row)
+    closed_piece = ", ".join(
+        f"{lit(c)}, "
+        + {
+            END: "`_lh_touch`.end",
+            ACTIVE: "false",
+        }.get(c, f"`_lh_touch`.mark or {q(c)}" if c == layout.deleted_column else q(c))
+        for c in layout.row
+    )
+    ctes = [
+        f"cand as (\n    select * from {q(CANDIDATES_VIEW)}\n)",
         f"""firsts as (
-    select distinct {by_key}, `_lh_b`, `_lh_first` from versions
+    select distinct {by_key}, `_lh_b`, `_lh_first` from cand where `_lh_b` > 0
 )""",
         f"""bases as (
     -- rule 10: what a batch's first version of a key inherits from: the key's rows still there
@@ -215,101 +263,106 @@ def changes_sql(layout: Layout, schema_changes: tuple[tuple[int, str, str], ...]
         max(c.{q(START)}) as `_lh_top`{"," if base else ""}
         {sep.join(base)}
     from firsts as f
-    inner join candidates as c on {same_key("f", "c", k)} and c.`_lh_b` < f.`_lh_b`
-    left join fates as r on {same_key("c", "r", k)} and c.{q(START)} = r.{q(START)} and c.`_lh_b` = r.`_lh_b`
-    where r.`_lh_removed` is null or r.`_lh_removed` > f.`_lh_b`
+    inner join cand as c on {same_key("f", "c", k)} and c.`_lh_b` < f.`_lh_b`
+    where c.`_lh_removed` is null or c.`_lh_removed` > f.`_lh_b`
     group by all
 )""",
-        f"""resolved as (
-    -- rules 9, 10: replace rows as sent; an update with no previous version is ignored; the
-    -- deleted column is never inherited
+        f"""lives as (
+    -- the stored rows and the versions the rules keep (rules 9, 10: replace rows as sent; an
+    -- update with no previous version is ignored; the deleted column is never inherited)
+    select {row}, `_lh_b`, `_lh_removed`, `_lh_touch`, cast(null as int) as `_lh_interleave`
+    from cand
+    where `_lh_b` = 0
+    union all
     select
         {cols(k, "v")},
         {resolved_columns},
         {cols(SYSTEM, "v")},
-        v.`_lh_b`
-    from versions as v
+        v.`_lh_b`,
+        v.`_lh_removed`,
+        v.`_lh_touch`,
+        -- the version goes below a row still there: later batches go in a later group
+        case when b.`_lh_top` > v.`_lh_first` then v.`_lh_b` end as `_lh_interleave`
+    from cand as v
     left join bases as b on {same_key("v", "b", k)} and v.`_lh_b` = b.`_lh_b`
-    where v.`_lh_kind` = 'replace' or v.`_lh_replace_before` is not null or b.`_lh_has_base`
-)""",
-        f"""lives as (
-    select
-        r.*,
-        f.`_lh_removed`,
-        f.`_lh_touch`,
-        r.{q(ACTIVE)} and f.`_lh_touch` is not null
-            and (f.`_lh_removed` is null or f.`_lh_touch`.b < f.`_lh_removed`) as `_lh_closes`
-    from (
-        select {row}, 0 as `_lh_b` from {pre}
-        union all
-        select {row}, `_lh_b` from resolved
-    ) as r
-    left join fates as f on {same_key("r", "f", k)} and r.{q(START)} = f.{q(START)} and r.`_lh_b` = f.`_lh_b`
+    where v.`_lh_b` > 0 and (v.`_lh_kind` = 'replace' or v.`_lh_replace_before` is not null or b.`_lh_has_base`)
 )""",
         f"""pieces as (
     -- a row's content until it is closed or removed, then its closed content until removed
-    select {row}, `_lh_b` as `_lh_from`, case when `_lh_closes` then `_lh_touch`.b else `_lh_removed` end as `_lh_to`
-    from lives
-    where not (`_lh_closes` and `_lh_touch`.b = `_lh_b`)
-    union all
-    select
-        {cols(k)}, {closed_data}, {q(START)}, `_lh_touch`.end as {q(END)}, false as {q(ACTIVE)}, {q(SYNCED)},
-        `_lh_touch`.b as `_lh_from`,
-        `_lh_removed` as `_lh_to`
-    from lives
-    where `_lh_closes`
-)""",
-        f"""ordered as (
-    select
-        p.*,
-        {content} as `_lh_content`,
-        lag(`_lh_to`) over (partition by {by_key}, {q(START)} order by `_lh_from`) as `_lh_prev_to`,
-        lag({content}) over (partition by {by_key}, {q(START)} order by `_lh_from`) as `_lh_prev_content`
-    from pieces as p
+    select p.*
+    from (
+        select explode(array(
+            case when not (`_lh_closes` and `_lh_touch`.b = `_lh_b`) then named_struct(
+                {open_piece},
+                '_lh_from', `_lh_b`,
+                '_lh_to', case when `_lh_closes` then `_lh_touch`.b else `_lh_removed` end,
+                '_lh_interleave', `_lh_interleave`
+            ) end,
+            case when `_lh_closes` then named_struct(
+                {closed_piece},
+                '_lh_from', `_lh_touch`.b,
+                '_lh_to', `_lh_removed`,
+                '_lh_interleave', `_lh_interleave`
+            ) end
+        )) as p
+        from (
+            select
+                l.*,
+                l.{q(ACTIVE)} and l.`_lh_touch` is not null
+                    and (l.`_lh_removed` is null or l.`_lh_touch`.b < l.`_lh_removed`) as `_lh_closes`
+            from lives as l
+        )
+    )
+    where p is not null
 )""",
         f"""runs as (
-    -- pieces of one (key, start) that follow each other with equal content are one row
+    -- pieces of one (key, start) that follow each other with equal content are one row; a piece
+    -- that begins before the one before it ends is a second row with that key and start (clash)
     select
         o.*,
         sum(case when `_lh_prev_to` = `_lh_from` and `_lh_prev_content` <=> `_lh_content` then 0 else 1 end) over (
             partition by {by_key}, {q(START)} order by `_lh_from` rows between unbounded preceding and current row
         ) as `_lh_run`,
-        `_lh_prev_content` is not null and (`_lh_prev_to` is null or `_lh_prev_to` > `_lh_from`) as `_lh_clash`
-    from ordered as o
+        case
+            when `_lh_prev_content` is not null and (`_lh_prev_to` is null or `_lh_prev_to` > `_lh_from`)
+                then `_lh_from`
+        end as `_lh_clash`
+    from (
+        select
+            p.*,
+            {content} as `_lh_content`,
+            lag(`_lh_to`) over (partition by {by_key}, {q(START)} order by `_lh_from`) as `_lh_prev_to`,
+            lag({content}) over (partition by {by_key}, {q(START)} order by `_lh_from`) as `_lh_prev_content`
+        from pieces as p
+    ) as o
 )""",
         f"""physical as (
-    select {row}, min(`_lh_from`) as `_lh_from`, max_by(`_lh_to`, `_lh_from`) as `_lh_to`
+    select
+        {row},
+        min(`_lh_from`) as `_lh_from`,
+        max_by(`_lh_to`, `_lh_from`) as `_lh_to`,
+        min(`_lh_clash`) as `_lh_clash`,
+        min(`_lh_interleave`) as `_lh_interleave`
     from runs
     group by {row}, `_lh_run`
 )""",
     ]
-    ctes += _stored_diff_ctes(layout, rewritten=truncate or bool(schema_changes))
-    nulls = ", ".join(f"cast(null as {layout.types[c]}) as {q(c)}" for c in layout.data)
-    system_nulls = (
-        f"cast(null as timestamp) as {q(START)}, cast(null as timestamp) as {q(END)},"
-        f" cast(null as boolean) as {q(ACTIVE)}, cast(null as timestamp) as {q(SYNCED)}"
-    )
-    end_nulls = (
-        f"cast(null as timestamp) as {q(END)}, cast(null as boolean) as {q(ACTIVE)},"
-        f" cast(null as timestamp) as {q(SYNCED)}"
-    )
-    key_nulls = ", ".join(f"cast(null as {layout.types[c]}) as {q(c)}" for c in k)
+    ctes += _stored_diff_ctes(layout, rewritten)
     return (
         "with\n"
         + ",\n\n".join(ctes)
         + f"""
 
-select 'close' as `_lh_action`, {row}, `_lh_from`, `_lh_to`, `_lh_gone`
-from ends where `_lh_stored` and `_lh_to` is not null
-union all
-select 'insert' as `_lh_action`, {row}, `_lh_from`, `_lh_to`, `_lh_gone`
-from ends where not `_lh_stored`
-union all
-select 'clash' as `_lh_action`, {cols(k)}, {nulls}, {q(START)}, {end_nulls}, `_lh_from`, null, null
-from runs where `_lh_clash`
-union all
-select distinct 'interleave' as `_lh_action`, {key_nulls}, {nulls}, {system_nulls}, `_lh_b`, null, null
-from bases as b inner join firsts as f using ({by_key}, `_lh_b`) where b.`_lh_top` > f.`_lh_first`
+select
+    case when `_lh_stored` then 'close' else 'insert' end as `_lh_action`,
+    {row},
+    `_lh_from`,
+    `_lh_to`,
+    `_lh_gone`,
+    `_lh_clash`,
+    `_lh_interleave`
+from ends
+where not `_lh_stored` or `_lh_to` is not null
 """
     )
 
@@ -323,22 +376,26 @@ def _stored_diff_ctes(layout: Layout, rewritten: bool) -> list[str]:
     row = ", ".join(q(c) for c in layout.row)
     if not rewritten:
         rows = f"""rows_after as (
-    select {row}, `_lh_from`, `_lh_to`, `_lh_from` = 0 as `_lh_stored` from physical
+    select {row}, `_lh_from`, `_lh_to`, `_lh_from` = 0 as `_lh_stored`, `_lh_clash`, `_lh_interleave` from physical
 )"""
     else:
         content = " and ".join(f"s.{q(c)} <=> p.{q(c)}" for c in layout.content)
         rows = f"""kept_stored as (
     select {cols(layout.row, "s")}, p.`_lh_to`, p.`_lh_from` is not null as `_lh_same`
-    from stored_rows as s
+    from {q(STORED_VIEW)} as s
     left join physical as p
         on p.`_lh_from` = 0 and {same_key("s", "p", k)} and s.{q(START)} = p.{q(START)} and {content}
 ),
 
 rows_after as (
-    select {row}, 0 as `_lh_from`, case when `_lh_same` then `_lh_to` else 1 end as `_lh_to`, true as `_lh_stored`
+    select
+        {row}, 0 as `_lh_from`, case when `_lh_same` then `_lh_to` else 1 end as `_lh_to`, true as `_lh_stored`,
+        cast(null as int) as `_lh_clash`, cast(null as int) as `_lh_interleave`
     from kept_stored
     union all
-    select {cols(layout.row, "p")}, greatest(p.`_lh_from`, 1) as `_lh_from`, p.`_lh_to`, false as `_lh_stored`
+    select
+        {cols(layout.row, "p")}, greatest(p.`_lh_from`, 1) as `_lh_from`, p.`_lh_to`, false as `_lh_stored`,
+        p.`_lh_clash`, p.`_lh_interleave`
     from physical as p
     left anti join kept_stored as s
         on p.`_lh_from` = 0 and s.`_lh_same` and {same_key("s", "p", k)} and s.{q(START)} = p.{q(START)}

@@ -1,0 +1,99 @@
+"""The history merge called as the strategy macro calls it (staging, then the engine) on dbt's
+Spark session and real Delta tables, without a dbt invocation per step: for tests that apply
+many streams (tests/history/test_catch_up.py, test_stops.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from history_case import normalize
+
+from harness import DbtProject, copy_project, unique_schema
+from lakehistory.history.apply import apply_pending
+from lakehistory.landing.batch import Batch, Column
+from lakehistory.landing.staging import register_pending_batches
+from lakehistory.landing.writer import write_batch
+from oracle.streams import DELETED_COLUMN
+from oracle.transaction_time import ordered
+
+OPEN = 9223372036854775807
+
+
+@dataclasses.dataclass
+class Engine:
+    project: DbtProject
+    uuid_sql: str
+
+    @classmethod
+    def start(cls, folder: Path, label: str) -> Engine:
+        """A schema with the project's transactions table, on dbt's Spark session."""
+        project = DbtProject(copy_project(folder), unique_schema(label))
+        project.spark.sql(f"create schema if not exists `{project.schema}`")
+        project.run_ok("run-operation", "lakehistory.ensure_transactions_table")
+        uuid_sql = project.compile_inline("{{ lakehistory.naksha_uuid('`txn_id`', '`started_at`', 0) }}").strip()
+        return cls(project, uuid_sql)
+
+    @property
+    def transactions(self) -> str:
+        return f"`{self.project.schema}`.`lakehistory_transactions`"
+
+    def land(self, table: str, batches: Sequence[Batch]) -> None:
+        for b in batches:
+            write_batch(self.project.landing, dataclasses.replace(b, table=table))
+
+    def apply(self, table: str, columns: Sequence[Column], key: Sequence[str], per_commit: int | None = None) -> dict:
+        """Stage the table's landed batches and apply them, as one dbt run of its model would."""
+        spark = self.project.spark
+        view = f"__lakehistory_pending__{table}"
+        register_pending_batches(
+            spark, view, str(self.project.landing), table, key, [(c.name, c.type) for c in columns], self.transactions
+        )
+        return apply_pending(
+            spark,
+            target=f"`{self.project.schema}`.`{table}`",
+            staged=f"`{view}`",
+            transactions=self.transactions,
+            keys=key,
+            deleted_column=DELETED_COLUMN if any(c.name == DELETED_COLUMN for c in columns) else None,
+            versioning={"version_type": "integer", "open_end": "max", "append_only": False},
+            uuid_sql=self.uuid_sql,
+            exists=spark.catalog.tableExists(f"{self.project.schema}.{table}"),
+            max_batches_per_commit=per_commit,
+        )
+
+    def physical(self, table: str) -> list[tuple[dict, int, int | None]]:
+        """The table's rows with valid_from / valid_to as batch sequences (None: open)."""
+        if not self.project.spark.catalog.tableExists(f"{self.project.schema}.{table}"):
+            return []
+        sequence = {
+            r["txn_id"]: r["batch_sequence"]
+            for r in self.project.rows(f"select txn_id, batch_sequence from {self.transactions}")
+        }
+        rows = self.project.rows(f"select * from `{self.project.schema}`.`{table}`")
+        return ordered(
+            [
+                (
+                    normalize({k: v for k, v in r.items() if k not in ("valid_from", "valid_to")}),
+                    sequence[r["valid_from"]],
+                    None if r["valid_to"] == OPEN else sequence[r["valid_to"]],
+                )
+                for r in rows
+            ]
+        )
+
+    def transactions_of(self, table: str) -> list[tuple]:
+        """(batch, rows in, opened, closed, overlap-deleted) per transaction, in id order."""
+        return [
+            (r["batch_id"], r["rows_in"], r["versions_opened"], r["versions_closed"], r["rows_overlap_deleted"])
+            for r in self.project.rows(
+                f"select * from {self.transactions} where source_table = '{table}' order by txn_id"
+            )
+        ]
+
+    def ids_of(self, table: str) -> list[int]:
+        return [
+            r["txn_id"]
+            for r in self.project.rows(f"select txn_id from {self.transactions} where source_table = '{table}'")
+        ]
