@@ -14,13 +14,25 @@ from harness import REPO_ROOT
 MEASURES = {
     "batch_cost",
     "hand_written",
+    "small_batch",
+    "small_hand_written",
+    "catch_up",
+    "one_batch",
     "dbt_snapshot",
     "fk_resolution",
     "fk_equi_join",
     "as_of_old",
     "current_state",
 }
-FIGURES = {"batch_cost_growth", "vs_dbt_snapshot", "vs_hand_written", "history_fk", "as_of_vs_current"}
+FIGURES = {
+    "small_batch_vs_hand_written",
+    "catch_up_vs_one_batch",
+    "batch_cost_growth",
+    "vs_dbt_snapshot",
+    "vs_hand_written",
+    "history_fk",
+    "as_of_vs_current",
+}
 
 
 def test_bench_smoke_reports_every_measure(tmp_path: Path) -> None:

@@ -104,6 +104,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="history table rows where the alternatives run (default 5000000: 1M keys, so the snapshot's"
         " source table has 1M rows)",
     )
+    parser.add_argument("--small-keys", type=int, default=5, help="keys of the small batch (default 5)")
+    parser.add_argument(
+        "--backlog-batches", type=int, default=100, help="pending batches of the catch-up run (default 100)"
+    )
+    parser.add_argument("--backlog-rows", type=int, default=100, help="rows of each backlog batch (default 100)")
     parser.add_argument("--fk-children", type=int, default=10_000_000, help="child `_hx` versions (default 10M)")
     parser.add_argument("--fk-parents", type=int, default=1_000_000, help="parent `_hx` versions (default 1M)")
     parser.add_argument("--out", type=Path, default=None, help="result folder (default $LAKEHISTORY_HOME/bench)")
@@ -114,6 +119,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.smoke:
         args.scales, args.batch_keys, args.runs, args.compare_at = "5000,20000", 200, 2, 20000
+        args.backlog_batches, args.backlog_rows = 4, 20
         args.fk_children, args.fk_parents = 20_000, 2_000
     args.scales = sorted(int(s) for s in str(args.scales).split(","))
     if args.compare_at not in args.scales:
@@ -147,7 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for plan in plans.values():
         plan.check(args.runs)
     spark = None
-    for rows, schema in sizes.items():
+    backlog_schema = "bench_backlog"
+    for rows, schema in [*sizes.items(), (args.scales[0], backlog_schema)]:
         landing = work / "landing" / schema
         workload.land_first_batch(landing)
         dbt(schema, landing, "run", "--select", HISTORY)
@@ -155,11 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         spark = SparkSession.builder.getOrCreate()
         workload.fill_history(spark, schema, rows)
-        if rows == args.compare_at:
+        if rows == args.compare_at and schema != backlog_schema:
             fivetran = workload.make_fivetran_copy(spark, schema, rows)
             workload.make_snapshot_source(spark, schema)
             dbt(schema, landing, "snapshot", "--select", SNAPSHOT)
-        say(f"{schema}: history table of {rows} rows ({plans[rows].keys} keys) ready")
+        say(f"{schema}: history table of {rows} rows ({workload.keys_for(rows)} keys) ready")
     assert spark is not None
     meter = Meter(spark)
 
@@ -168,16 +175,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         for rows, schema in sizes.items():
             landing = work / "landing" / schema
             workload.land_round(landing, plans[rows], r)
-            staged = workload.read_landed_batch(spark, landing, r)
-            steps = [("batch_cost", lambda s=schema, lnd=landing: dbt.node_seconds(s, lnd, "run", HISTORY))]
+            staged = workload.read_landed_batch(spark, landing, f"bench-{r:04d}")
+            node = ("batch_cost", lambda s=schema, lnd=landing: dbt.node_seconds(s, lnd, "run", HISTORY))
+            steps = [node]
             if rows == args.compare_at:
                 steps.append(("hand_written", lambda s=staged: workload.apply_by_hand(spark, s, fivetran)))
-                if r % 2 == 0:
-                    steps.reverse()
-            for measure, step in steps:
+            for measure, step in steps if r % 2 else reversed(steps):
                 meter.measure(measure, rows, r, step, batch_keys=args.batch_keys)
             if rows == args.compare_at:
                 workload.change_snapshot_source(spark, schema, staged)
+                # A small batch: the fixed cost of a run, against the same batch applied by hand.
+                workload.land_small_round(landing, plans[rows], r, args.small_keys)
+                small = workload.read_landed_batch(spark, landing, f"bench-{r:04d}-small")
+                steps = [
+                    ("small_batch", lambda s=schema, lnd=landing: dbt.node_seconds(s, lnd, "run", HISTORY)),
+                    ("small_hand_written", lambda s=small: workload.apply_by_hand(spark, s, fivetran)),
+                ]
+                for measure, step in steps if r % 2 else reversed(steps):
+                    meter.measure(measure, rows, r, step, batch_keys=args.small_keys)
+                workload.change_snapshot_source(spark, schema, small)
                 meter.measure(
                     "dbt_snapshot",
                     rows,
@@ -185,6 +201,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                     lambda s=schema, lnd=landing: dbt.node_seconds(s, lnd, "snapshot", SNAPSHOT),
                     batch_keys=args.batch_keys,
                 )
+        # A backlog of pending batches applied by one run, against one such batch.
+        landing = work / "landing" / backlog_schema
+        pair = [("catch_up", False), ("one_batch", True)]
+        for measure, single in pair if r % 2 else reversed(pair):
+            workload.land_backlog(
+                landing, workload.keys_for(args.scales[0]), r, args.backlog_batches, args.backlog_rows, single
+            )
+            meter.measure(
+                measure,
+                args.scales[0],
+                r,
+                lambda lnd=landing: dbt.node_seconds(backlog_schema, lnd, "run", HISTORY),
+                batches=1 if single else args.backlog_batches,
+                batch_rows=args.backlog_rows,
+            )
         done = [f"{s.measure}@{scale_text(s.scale)} {s.seconds:.2f}s" for s in meter.samples if s.run == r]
         say(f"round {r}: " + ", ".join(done))
 
@@ -266,6 +297,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             (f"merge into {scale_text(small)} rows", meter.of("batch_cost", small)),
             "<= 1.5",
             lambda x: x <= 1.5,
+        ),
+        Figure.compare(
+            "small_batch_vs_hand_written",
+            f"A {args.small_keys}-row batch through the history node, against the same batch applied by"
+            f" hand-written PySpark, at {scale_text(args.compare_at)} history rows",
+            ("lakehistory (dbt node)", meter.of("small_batch", args.compare_at)),
+            ("hand-written MERGE + INSERT", meter.of("small_hand_written", args.compare_at)),
+            "<= 2",
+            lambda x: x <= 2,
+        ),
+        Figure.compare(
+            "catch_up_vs_one_batch",
+            f"{args.backlog_batches} pending batches of {args.backlog_rows} rows applied by one run, against"
+            " one such batch",
+            (f"{args.backlog_batches} batches, one run", meter.of("catch_up")),
+            ("one batch", meter.of("one_batch")),
+            "<= 5",
+            lambda x: x <= 5,
         ),
         Figure.compare(
             "vs_dbt_snapshot",

@@ -124,11 +124,36 @@ def land_round(landing: Path, plan: BatchPlan, r: int) -> None:
     write_batch(landing, _batch(r, replace, delete))
 
 
-def _batch(r: int, replace: list[dict], delete: list[dict]) -> Batch:
+def land_small_round(landing: Path, plan: BatchPlan, r: int, keys: int) -> None:
+    """Round r's small batch, right after its big one: `keys` of the updated keys revised again."""
+    start = round_start(r) + dt.timedelta(hours=12)
+    replace = [_row(k, start, float(r) + 0.5) for k in list(plan.updated())[:keys]]
+    write_batch(landing, _batch(r, replace, [], small=True))
+
+
+def land_backlog(landing: Path, keys: int, r: int, batches: int, rows: int, single: bool) -> None:
+    """Round r's backlog, as a day of syncs after an outage leaves it: `batches` batches of `rows`
+    rows, each revising `rows` keys of the table (neighbouring batches share keys), a minute
+    apart; or (`single`) the one batch that follows them, to be applied alone."""
+    for j in [batches] if single else range(batches):
+        n = r * (batches + 1) + j
+        start = round_start(r) + dt.timedelta(minutes=j)
+        first = (n * 37) % max(1, keys - rows)
+        replace = [_row(k, start, float(n) + k % 7 / 10) for k in range(first + 1, first + rows + 1)]
+        write_batch(landing, _batch(n, replace, [], backlog=True))
+
+
+def _batch(r: int, replace: list[dict], delete: list[dict], small: bool = False, backlog: bool = False) -> Batch:
+    if backlog:
+        batch_id, sequence = f"backlog-{r:06d}", 1000 + r
+    elif small:
+        batch_id, sequence = f"bench-{r:04d}-small", 100 + 2 * r + 1
+    else:
+        batch_id, sequence = f"bench-{r:04d}", 100 + 2 * r
     return Batch(
         table=TABLE.name,
-        batch_id=f"bench-{r:04d}",
-        sequence=100 + r,
+        batch_id=batch_id,
+        sequence=sequence,
         key=TABLE.key,
         columns=TABLE.columns,
         replace=replace,
@@ -261,8 +286,8 @@ def change_snapshot_source(spark: SparkSession, schema: str, staged: str) -> Non
     """)
 
 
-def read_landed_batch(spark: SparkSession, landing: Path, r: int) -> str:
-    """Round r's batch as a hand-written pipeline reads it: its CSV files, typed, with the file
+def read_landed_batch(spark: SparkSession, landing: Path, batch_id: str) -> str:
+    """A landed batch as a hand-written pipeline reads it: its CSV files, typed, with the file
     kind in `_lh_kind`, as the temp view `bench_batch` (lazy: reading is part of what is timed)."""
     types = {c.name: c.type for c in TABLE.columns} | {
         "_fivetran_start": "timestamp",
@@ -270,7 +295,7 @@ def read_landed_batch(spark: SparkSession, landing: Path, r: int) -> str:
         "_fivetran_active": "boolean",
         "_fivetran_synced": "timestamp",
     }
-    folder = landing / TABLE.name / f"bench-{r:04d}"
+    folder = landing / TABLE.name / batch_id
     frames = []
     for kind in ("replace", "delete", "earliest"):
         path = folder / f"{kind}_0.csv"

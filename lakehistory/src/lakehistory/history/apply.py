@@ -20,6 +20,7 @@ Per run of a history model:
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,7 +145,7 @@ def apply_pending(
     else:
         _add_new_columns(spark, target, layout)
     _reached("columns_added")
-    _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
+    state = _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
     _reached("recovered")
 
     pending = _pending(spark, staged, transactions, layout.keys[0])
@@ -154,7 +155,10 @@ def apply_pending(
         end = next((i for i in range(at + 1, len(pending)) if pending[i].rewrites), len(pending))
         if max_batches_per_commit:
             end = min(end, at + int(max_batches_per_commit))
-        at += _apply_group(spark, target, staged, transactions, layout, versions, uuid_sql, pending[at:end], outcome)
+        taken, state = _apply_group(
+            spark, target, staged, transactions, layout, versions, uuid_sql, pending[at:end], state, outcome
+        )
+        at += taken
     return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
 
 
@@ -241,15 +245,20 @@ def _recover(
     history_tables: Sequence[str],
     invocation_id: str,
     uuid_sql: str,
-) -> None:
-    tables = ({target} if target else set()) | _unrecorded
-    if invocation_id not in _recovered_invocations:
-        tables |= set(history_tables)
-    for table in sorted(tables):
-        if table == target or spark.catalog.tableExists(table.replace("`", "")):
+) -> ledger.Recorded | None:
+    """Record unrecorded commits: of `target`, of the tables whose record this process could not
+    write, and once per invocation of every history table. Returns the transactions table's state
+    for `target` (checked last, so that its last id counts every other table's)."""
+    tables = _unrecorded | (set() if invocation_id in _recovered_invocations else set(history_tables))
+    for table in sorted(tables - {target}):
+        if spark.catalog.tableExists(table.replace("`", "")):
             ledger.recover(spark, transactions, table, uuid_sql)
         _unrecorded.discard(table)
     _recovered_invocations.add(invocation_id)
+    if target is None:
+        return None
+    _unrecorded.discard(target)
+    return ledger.recover(spark, transactions, target, uuid_sql)
 
 
 def _pending(spark: SparkSession, staged: str, transactions: str, first_key: str) -> list[Batch]:
@@ -325,9 +334,11 @@ def _apply_group(
     versions: Versioning,
     uuid_sql: str,
     group: list[Batch],
+    state: ledger.Recorded,
     outcome: Outcome,
-) -> int:
-    """Apply the longest head of `group` that forms one group; return how many batches it took."""
+) -> tuple[int, ledger.Recorded]:
+    """Apply the longest head of `group` that forms one group; return how many batches it took
+    and the transactions table's state after it."""
     n = len(group)
     while True:
         changes = _changes(spark, target, staged, layout, versions, group[:n])
@@ -340,7 +351,6 @@ def _apply_group(
         else:
             break
     _reached("computed")
-    state = ledger.recorded(spark, transactions, target)
     times = ledger.transaction_times(state.last_started, n)
     txns = [
         ledger.Txn(
@@ -380,7 +390,8 @@ def _apply_group(
     outcome.batches += n
     outcome.groups += 1
     outcome.transactions += [t.txn_id for t in txns]
-    return n
+    last = txns[-1]
+    return n, ledger.Recorded(last.txn_id, dt.datetime.fromisoformat(last.started_at), last.txn_id, commit.version)
 
 
 def _changes(

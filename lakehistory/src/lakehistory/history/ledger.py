@@ -220,18 +220,21 @@ def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
     return Recorded(int(row["last_id"]), row["last_started"], int(row["history_last_id"]), row["delta_version"])
 
 
-def recover(spark: SparkSession, transactions: str, history: str, uuid_sql: str) -> int:
+def recover(spark: SparkSession, transactions: str, history: str, uuid_sql: str) -> Recorded:
     """Record what the history table committed and the transactions table lacks (a run stopped
-    between the two). Returns the number of transactions recorded."""
+    between the two). Returns what the transactions table holds afterwards."""
     state = recorded(spark, transactions, history)
     commits = unrecorded_commits(spark, history, state)
     if not commits:
-        return 0
-    first = min(t.txn_id for c in commits for t in c.txns)
+        return state
+    txns = [t for c in commits for t in c.txns]
+    first = min(t.txn_id for t in txns)
     if first <= state.last_id:
         raise LedgerError(
             f"{history} committed transaction {first} (Delta version {commits[0].version}), but the transactions"
             f" table already gives id {first} to another transaction: two runs applied batches to this lakehouse"
             " at the same time. Run history models from one dbt invocation at a time."
         )
-    return record(spark, transactions, history, commits, uuid_sql)
+    record(spark, transactions, history, commits, uuid_sql)
+    last = max(txns, key=lambda t: t.txn_id)
+    return Recorded(last.txn_id, dt.datetime.fromisoformat(last.started_at), last.txn_id, commits[-1].version)
