@@ -201,19 +201,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     lambda s=schema, lnd=landing: dbt.node_seconds(s, lnd, "snapshot", SNAPSHOT),
                     batch_keys=args.batch_keys,
                 )
-        # A backlog of pending batches applied by one run, against one such batch.
+        # A backlog of pending batches applied by one run, against one such batch (in batch order:
+        # the one measured first lands first).
         landing = work / "landing" / backlog_schema
-        pair = [("catch_up", False), ("one_batch", True)]
-        for measure, single in pair if r % 2 else reversed(pair):
-            workload.land_backlog(
-                landing, workload.keys_for(args.scales[0]), r, args.backlog_batches, args.backlog_rows, single
-            )
+        pair = [("catch_up", args.backlog_batches), ("one_batch", 1)]
+        first = r * (args.backlog_batches + 1)
+        for measure, count in pair if r % 2 else reversed(pair):
+            workload.land_backlog(landing, workload.keys_for(args.scales[0]), r, first, count, args.backlog_rows)
+            first += count
             meter.measure(
                 measure,
                 args.scales[0],
                 r,
                 lambda lnd=landing: dbt.node_seconds(backlog_schema, lnd, "run", HISTORY),
-                batches=1 if single else args.backlog_batches,
+                batches=count,
                 batch_rows=args.backlog_rows,
             )
         done = [f"{s.measure}@{scale_text(s.scale)} {s.seconds:.2f}s" for s in meter.samples if s.run == r]

@@ -131,15 +131,14 @@ def land_small_round(landing: Path, plan: BatchPlan, r: int, keys: int) -> None:
     write_batch(landing, _batch(r, replace, [], small=True))
 
 
-def land_backlog(landing: Path, keys: int, r: int, batches: int, rows: int, single: bool) -> None:
-    """Round r's backlog, as a day of syncs after an outage leaves it: `batches` batches of `rows`
-    rows, each revising `rows` keys of the table (neighbouring batches share keys), a minute
-    apart; or (`single`) the one batch that follows them, to be applied alone."""
-    for j in [batches] if single else range(batches):
-        n = r * (batches + 1) + j
-        start = round_start(r) + dt.timedelta(minutes=j)
-        first = (n * 37) % max(1, keys - rows)
-        replace = [_row(k, start, float(n) + k % 7 / 10) for k in range(first + 1, first + rows + 1)]
+def land_backlog(landing: Path, keys: int, r: int, first: int, count: int, rows: int) -> None:
+    """Batches `first` .. `first + count - 1` of a backlog, as a day of syncs after an outage
+    leaves them: each revises `rows` keys of the table (neighbouring batches share keys), a minute
+    after the one before it (round r's versions start after every earlier round's)."""
+    for n in range(first, first + count):
+        start = round_start(r) + dt.timedelta(minutes=n - first)
+        low = (n * 37) % max(1, keys - rows)
+        replace = [_row(k, start, float(n) + k % 7 / 10) for k in range(low + 1, low + rows + 1)]
         write_batch(landing, _batch(n, replace, [], backlog=True))
 
 
