@@ -59,7 +59,7 @@ counter = iter(range(10_000))
 
 
 @settings(
-    max_examples=12,
+    max_examples=10,
     deadline=None,
     derandomize=True,
     phases=[Phase.explicit, Phase.generate],  # every example runs Spark jobs: report, don't shrink
