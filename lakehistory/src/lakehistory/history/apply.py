@@ -487,7 +487,7 @@ def _version_sql(versions: Versioning, txns: list[ledger.Txn]) -> str:
     if versions.version_type == "integer":
         return f"({txns[0].txn_id - 1} + {{}})"
     times = ", ".join(f"timestamp'{t.started_at}'" for t in txns)
-    return f"element_at(array({times}), {{}})"
+    return f"element_at(array({times}), cast({{}} as int))"
 
 
 def _write(

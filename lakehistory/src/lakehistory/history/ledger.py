@@ -115,7 +115,7 @@ class Commit:
 def transaction_times(last_started: dt.datetime | None, count: int, now: dt.datetime | None = None) -> list[str]:
     """Start times of `count` new transactions: now, but always after the previous transaction's,
     1 ms apart, so started_at orders transactions too (and timestamp versions stay distinct)."""
-    now = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None)
+    now = (now or dt.datetime.now(dt.UTC)).replace(tzinfo=None)  # naive UTC, like `last_started`
     now = now.replace(microsecond=now.microsecond // 1000 * 1000)
     first = now if last_started is None else max(now, last_started.replace(tzinfo=None) + dt.timedelta(milliseconds=1))
     return [(first + dt.timedelta(milliseconds=i)).isoformat(sep=" ", timespec="milliseconds") for i in range(count)]
@@ -211,13 +211,15 @@ def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
         spark.table(transactions)
         .agg(
             F.coalesce(F.max("txn_id"), F.lit(0)).alias("last_id"),
-            F.max("started_at").alias("last_started"),
+            # as text in the session's time zone (UTC), not converted to the Python process's
+            F.date_format(F.max("started_at"), "yyyy-MM-dd HH:mm:ss.SSS").alias("last_started"),
             F.coalesce(F.max(F.when(mine, F.col("txn_id"))), F.lit(0)).alias("history_last_id"),
             F.max(F.when(mine, F.col("delta_version"))).alias("delta_version"),
         )
         .first()
     )
-    return Recorded(int(row["last_id"]), row["last_started"], int(row["history_last_id"]), row["delta_version"])
+    last_started = dt.datetime.fromisoformat(row["last_started"]) if row["last_started"] else None
+    return Recorded(int(row["last_id"]), last_started, int(row["history_last_id"]), row["delta_version"])
 
 
 def recover(spark: SparkSession, transactions: str, history: str, uuid_sql: str) -> Recorded:
