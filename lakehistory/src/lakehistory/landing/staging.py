@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
 
 from .batch import ACTIVE, EARLIEST, END, START, SYNCED, Column
+from .files import LandedFile, UnreadableFileError, csv_options, headers, read_csv_files, read_parquet_file
 
 KINDS = ("replace", "update", "delete", "earliest")
 SCHEMA_OPS = ("add_column", "drop_column")
@@ -272,28 +273,9 @@ def _file_format(entry: dict) -> str:
     return "parquet" if entry["path"].endswith(".parquet") else "csv"
 
 
-def _read_file(spark: SparkSession, path: str, file_format: str) -> DataFrame:
-    if file_format == "parquet":
-        frame = spark.read.parquet(path)
-        return frame.select(*[F.col(f"`{c}`").cast("string").alias(c) for c in frame.columns])
-    frame = read_csv(spark, path)
-    # Spark reads an empty field as NULL; in a batch file it is the empty string (spec rule 5),
-    # and NULL is only ever the batch's null_string.
-    return frame.select(*[F.coalesce(F.col(f"`{c}`"), F.lit("")).alias(c) for c in frame.columns])
-
-
 def read_csv(spark: SparkSession, path: str) -> DataFrame:
-    """A landed CSV file as Spark reads it: header, every cell a string (an empty field NULL).
-    Backslash is an ordinary character; quotes are doubled; quoted fields may span lines."""
-    return (
-        spark.read.option("header", True)
-        .option("multiLine", True)
-        .option("quote", '"')
-        .option("escape", '"')
-        .option("mode", "FAILFAST")
-        .option("encoding", "UTF-8")
-        .csv(path)
-    )
+    """One landed CSV file as Spark reads it (see files.csv_options)."""
+    return csv_options(spark.read).csv(path)
 
 
 def _expected_columns(spec: TableSpec, kind: str) -> tuple[set[str], set[str]]:
@@ -308,28 +290,6 @@ def _expected_columns(spec: TableSpec, kind: str) -> tuple[set[str], set[str]]:
     return key | {START}, key | {START}
 
 
-def _raw_file(spark: SparkSession, spec: TableSpec, manifest: dict, entry: dict) -> DataFrame:
-    batch, kind = manifest["batch_id"], entry["kind"]
-    path = f"{manifest['_folder']}/{batch}/{entry['path']}"
-    try:
-        frame = _read_file(spark, path, _file_format(entry))
-        columns = frame.columns
-    except Exception as exc:
-        raise _fail(batch, f"file {entry['path']} cannot be read: {_first_line(exc)}") from exc
-    required, allowed = _expected_columns(spec, kind)
-    if missing := sorted(required - set(columns)):
-        raise _fail(batch, f"{kind} file {entry['path']} lacks column(s) {', '.join(missing)}")
-    if unknown := sorted(set(columns) - allowed):
-        raise _fail(batch, f"{kind} file {entry['path']} has unknown column(s) {', '.join(unknown)}")
-    wanted = [c.name for c in spec.columns] + [START, END, ACTIVE, SYNCED, EARLIEST]
-    return frame.select(
-        *[F.col(f"`{c}`") if c in columns and c in allowed else F.lit(None).cast("string").alias(c) for c in wanted],
-        F.lit(kind).alias("_lh_kind"),
-        F.lit(entry["path"]).alias("_lh_file"),
-        (F.monotonically_increasing_id() + 1).alias("_lh_row"),  # data row in the file (one partition per CSV)
-    )
-
-
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
@@ -341,13 +301,85 @@ def _typed(raw: SparkColumn, sql_type: str) -> SparkColumn:
     return raw.cast(sql_type)
 
 
-def stage_batch(spark: SparkSession, spec: TableSpec, manifest: dict, ordinal: int) -> DataFrame:
-    """One batch's rows, typed, with the merge's metadata columns (not yet validated)."""
-    kinds = {entry["kind"] for entry in manifest["files"]}
-    has_earliest_file = "earliest" in kinds
-    frames = [_raw_file(spark, spec, manifest, e) for e in manifest["files"]]
-    raw = reduce(DataFrame.unionByName, frames)
-    null_token, unmodified_token = F.lit(manifest["null_string"]), F.lit(manifest["unmodified_string"])
+def _read_files(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame | None:
+    """The raw rows (every cell a string) of every file of the pending batches, each with its
+    file's key (`_lh_file_key`, see _file_table) and data row (`_lh_row`); the columns of every
+    file checked against its kind."""
+    files, kinds = [], {}
+    for m in pending:
+        for entry in m["files"]:
+            path = f"{m['_folder']}/{m['batch_id']}/{entry['path']}"
+            files.append(LandedFile(len(files), m["batch_id"], entry["path"], path, _file_format(entry)))
+            kinds[len(files) - 1] = entry["kind"]
+    if not files:
+        return None
+    csv_files = [f for f in files if f.file_format != "parquet"]
+    try:
+        found = headers(spark, csv_files)
+        frames = {f.key: read_parquet_file(spark, f) for f in files if f.file_format == "parquet"}
+    except UnreadableFileError as exc:
+        raise _fail(exc.file.batch_id, f"file {exc.file.entry} cannot be read: {_first_line(exc.cause)}") from exc
+    for f in files:
+        columns = found[f.key].names if f.key in found else frames[f.key].columns[:-2]
+        kind = kinds[f.key]
+        required, allowed = _expected_columns(spec, kind)
+        if twice := sorted({c for c in columns if columns.count(c) > 1}):
+            raise _fail(f.batch_id, f"{kind} file {f.entry} names column(s) {', '.join(twice)} more than once")
+        if missing := sorted(required - set(columns)):
+            raise _fail(f.batch_id, f"{kind} file {f.entry} lacks column(s) {', '.join(missing)}")
+        if unknown := sorted(set(columns) - allowed):
+            raise _fail(f.batch_id, f"{kind} file {f.entry} has unknown column(s) {', '.join(unknown)}")
+    parts = ([read_csv_files(spark, csv_files, found)] if csv_files else []) + list(frames.values())
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+
+
+def _file_table(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame:
+    """One row per file of the pending batches (keyed as in _read_files): its kind and its batch's
+    manifest (tokens and metadata), which staging puts on each of the file's rows."""
+    rows = []
+    for ordinal, m in enumerate(pending, start=1):
+        has_earliest_file = any(e["kind"] == "earliest" for e in m["files"])
+        for entry in m["files"]:
+            rows.append(
+                (
+                    len(rows),
+                    entry["kind"],
+                    entry["path"],
+                    m["null_string"],
+                    m["unmodified_string"],
+                    spec.table,
+                    m["batch_id"],
+                    m["sequence"],
+                    ordinal,
+                    has_earliest_file,
+                    m.get("deleted_column"),
+                    m.get("author"),
+                    m.get("app_id"),
+                    m.get("commit_message"),
+                )
+            )
+    return spark.createDataFrame(
+        rows,
+        "_lh_file_key int, _lh_kind string, _lh_file string, _lh_null_token string, _lh_unmodified_token string,"
+        " _lh_source_table string, _lh_batch_id string, _lh_sequence bigint, _lh_ordinal bigint,"
+        " _lh_has_earliest_file boolean, _lh_deleted_column string, _lh_author string, _lh_app_id string,"
+        " _lh_commit_message string",
+    )
+
+
+def _stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame | None:
+    """The rows of every file of the pending batches, typed, with the merge's metadata columns
+    (not yet validated)."""
+    raw = _read_files(spark, spec, pending)
+    if raw is None:
+        return None
+    wanted = [c.name for c in spec.columns] + [START, END, ACTIVE, SYNCED, EARLIEST]
+    raw = raw.select(
+        *[F.col(f"`{c}`") if c in raw.columns else F.lit(None).cast("string").alias(c) for c in wanted],
+        "_lh_file_key",
+        "_lh_row",
+    ).join(F.broadcast(_file_table(spark, spec, pending)), "_lh_file_key")
+    null_token, unmodified_token = F.col("_lh_null_token"), F.col("_lh_unmodified_token")
 
     def value(name: str, sql_type: str) -> SparkColumn:
         cell = F.col(f"`{name}`")
@@ -380,16 +412,16 @@ def stage_batch(spark: SparkSession, spec: TableSpec, manifest: dict, ordinal: i
     return raw.select(
         *[value(name, sql_type).alias(name) for name, sql_type in types.items()],
         unmodified.alias("_lh_unmodified"),
-        F.lit(spec.table).alias("_lh_source_table"),
+        "_lh_source_table",
         "_lh_kind",
-        F.lit(manifest["batch_id"]).alias("_lh_batch_id"),
-        F.lit(manifest["sequence"]).cast("bigint").alias("_lh_sequence"),
-        F.lit(ordinal).cast("bigint").alias("_lh_ordinal"),
-        F.lit(has_earliest_file).alias("_lh_has_earliest_file"),
-        F.lit(manifest.get("deleted_column")).cast("string").alias("_lh_deleted_column"),
-        F.lit(manifest.get("author")).cast("string").alias("_lh_author"),
-        F.lit(manifest.get("app_id")).cast("string").alias("_lh_app_id"),
-        F.lit(manifest.get("commit_message")).cast("string").alias("_lh_commit_message"),
+        "_lh_batch_id",
+        "_lh_sequence",
+        "_lh_ordinal",
+        "_lh_has_earliest_file",
+        "_lh_deleted_column",
+        "_lh_author",
+        "_lh_app_id",
+        "_lh_commit_message",
         F.lit(None).cast("string").alias("_lh_truncate_mode"),
         F.lit(None).cast("timestamp").alias("_lh_truncate_before"),
         F.lit(None).cast("string").alias("_lh_change_op"),
@@ -640,9 +672,10 @@ def stage_pending_batches(
     if not pending:
         return spark.createDataFrame([], spec.staged_schema())
     changes = _schema_change_rows(spark, spec, pending)
+    rows = _stage_rows(spark, spec, pending)
     staged = reduce(
         DataFrame.unionByName,
-        [stage_batch(spark, spec, m, ordinal) for ordinal, m in enumerate(pending, start=1) if m["files"]]
+        ([rows] if rows is not None else [])
         + [_batch_markers(spark, spec, pending)]
         + ([changes] if changes is not None else []),
     )
