@@ -6,9 +6,9 @@ Per run of a history model:
 1. Record what the history table committed that the transactions table lacks (ledger.py), for
    this table and, once per dbt invocation, for every history table of the project, so that no
    new transaction id can repeat an id a stopped run already committed.
-2. Drop the staged batches the history table already holds: which batches are applied is
-   decided by its own commits, so `dbt run --select <history model>` with an old staged view
-   applies nothing twice.
+2. Drop the staged batches that step 1 just recorded (staging left out those recorded before):
+   which batches are applied is decided by the history tables' own commits, so a run stopped
+   after its commit never applies a batch twice.
 3. Apply the rest in groups of consecutive batches (rules.py): one query computes the group's
    changes, one Delta MERGE (or a plain append when no stored row closes) writes them, and the
    commit carries the group's transactions. A batch with a truncate or schema change starts a
@@ -145,10 +145,10 @@ def apply_pending(
     else:
         _add_new_columns(spark, target, layout)
     _reached("columns_added")
-    state = _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
+    state, recovered = _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
     _reached("recovered")
 
-    pending = _pending(spark, staged, transactions, layout.keys[0])
+    pending = _pending(spark, staged, recovered, layout.keys[0])
     outcome = Outcome()
     at = 0
     while at < len(pending):
@@ -245,25 +245,29 @@ def _recover(
     history_tables: Sequence[str],
     invocation_id: str,
     uuid_sql: str,
-) -> ledger.Recorded | None:
+) -> tuple[ledger.Recorded | None, set[tuple[str, str]]]:
     """Record unrecorded commits: of `target`, of the tables whose record this process could not
     write, and once per invocation of every history table. Returns the transactions table's state
-    for `target` (checked last, so that its last id counts every other table's)."""
+    for `target` (checked last, so that its last id counts every other table's) and the batches
+    just recorded, as (source table, batch id)."""
     tables = _unrecorded | (set() if invocation_id in _recovered_invocations else set(history_tables))
+    recovered: list[ledger.Txn] = []
     for table in sorted(tables - {target}):
         if spark.catalog.tableExists(table.replace("`", "")):
-            ledger.recover(spark, transactions, table, uuid_sql)
+            recovered += ledger.recover(spark, transactions, table, uuid_sql)[1]
         _unrecorded.discard(table)
     _recovered_invocations.add(invocation_id)
-    if target is None:
-        return None
-    _unrecorded.discard(target)
-    return ledger.recover(spark, transactions, target, uuid_sql)
+    state = None
+    if target is not None:
+        _unrecorded.discard(target)
+        state, txns = ledger.recover(spark, transactions, target, uuid_sql)
+        recovered += txns
+    return state, {(t.source_table, t.batch_id) for t in recovered}
 
 
-def _pending(spark: SparkSession, staged: str, transactions: str, first_key: str) -> list[Batch]:
-    """The staged batches the history table does not hold yet, in batch order (one small query:
-    a row per staged batch)."""
+def _pending(spark: SparkSession, staged: str, recovered: set[tuple[str, str]], first_key: str) -> list[Batch]:
+    """The staged batches, but those just `recovered`, in batch order (one small query over the
+    staged rows, which are in memory: a row per staged batch)."""
     rows = spark.sql(
         f"""
         select
@@ -281,8 +285,6 @@ def _pending(spark: SparkSession, staged: str, transactions: str, first_key: str
             min(s.{q(first_key)}) filter (where s.`_lh_kind` in {ROW_KINDS}) as key_lo,
             max(s.{q(first_key)}) filter (where s.`_lh_kind` in {ROW_KINDS}) as key_hi
         from {staged} as s
-        left anti join (select source_table, batch_id from {transactions} where operation = 'batch') as t
-            on t.source_table = s.`_lh_source_table` and t.batch_id = s.`_lh_batch_id`
         group by s.`_lh_ordinal`
         order by s.`_lh_ordinal`
         """
@@ -302,6 +304,7 @@ def _pending(spark: SparkSession, staged: str, transactions: str, first_key: str
             key_range=(r.key_lo, r.key_hi),
         )
         for r in rows
+        if (r.source_table, r.batch_id) not in recovered
     ]
     if batches and [b.ordinal for b in batches] != list(range(batches[0].ordinal, batches[-1].ordinal + 1)):
         raise HistoryError(

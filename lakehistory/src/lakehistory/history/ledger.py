@@ -222,13 +222,14 @@ def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
     return Recorded(int(row["last_id"]), last_started, int(row["history_last_id"]), row["delta_version"])
 
 
-def recover(spark: SparkSession, transactions: str, history: str, uuid_sql: str) -> Recorded:
+def recover(spark: SparkSession, transactions: str, history: str, uuid_sql: str) -> tuple[Recorded, list[Txn]]:
     """Record what the history table committed and the transactions table lacks (a run stopped
-    between the two). Returns what the transactions table holds afterwards."""
+    between the two). Returns what the transactions table holds afterwards, and the transactions
+    it just recorded."""
     state = recorded(spark, transactions, history)
     commits = unrecorded_commits(spark, history, state)
     if not commits:
-        return state
+        return state, []
     txns = [t for c in commits for t in c.txns]
     first = min(t.txn_id for t in txns)
     if first <= state.last_id:
@@ -239,4 +240,4 @@ def recover(spark: SparkSession, transactions: str, history: str, uuid_sql: str)
         )
     record(spark, transactions, history, commits, uuid_sql)
     last = max(txns, key=lambda t: t.txn_id)
-    return Recorded(last.txn_id, dt.datetime.fromisoformat(last.started_at), last.txn_id, commits[-1].version)
+    return Recorded(last.txn_id, dt.datetime.fromisoformat(last.started_at), last.txn_id, commits[-1].version), txns
