@@ -39,9 +39,10 @@ class Engine:
     def transactions(self) -> str:
         return f"`{self.project.schema}`.`lakehistory_transactions`"
 
-    def land(self, table: str, batches: Sequence[Batch]) -> None:
-        for b in batches:
-            write_batch(self.project.landing, dataclasses.replace(b, table=table))
+    def land(self, table: str, batches: Sequence[Batch], options: Sequence[dict] = ()) -> None:
+        """Write the batches for `table`; `options[i]`: write_batch's keyword arguments for batch i."""
+        for i, b in enumerate(batches):
+            write_batch(self.project.landing, dataclasses.replace(b, table=table), **(options[i] if options else {}))
 
     def apply(self, table: str, columns: Sequence[Column], key: Sequence[str], per_commit: int | None = None) -> dict:
         """Stage the table's landed batches and apply them, as one dbt run of its model would."""

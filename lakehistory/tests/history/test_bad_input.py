@@ -166,6 +166,20 @@ CASES = {
         {"schema_changes": [{"op": "rename_column", "column": "name", "at": AT}]},
         ["000002", "schema_changes[1]", "rename_column"],
     ),
+    "duplicate_header_column": (
+        {"replace_0.csv": f"{HEADER},name\n{ROW},again\n"},
+        None,
+        ["000002", "replace_0.csv", "names column(s) name more than once"],
+    ),
+    "bad_cell_in_the_second_file_of_two": (
+        # each file numbers its own data rows, however the run reads them together
+        {
+            "replace_0.csv": f"{HEADER}\n{ROW}\n",
+            "replace_1.csv": f"{HEADER}\n{ROW.replace('3,three', '5,five')}\n{BAD_START}\n",
+        },
+        None,
+        ["000002", "replace_1.csv, data row 2", "_fivetran_start", "yesterday"],
+    ),
     "truncated_gzip_file": (
         {"replace_0.csv.gz": gzip.compress((f"{HEADER}\n" + f"{ROW}\n" * 2000).encode())[:300]},
         None,

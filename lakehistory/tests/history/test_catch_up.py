@@ -9,6 +9,7 @@ runs the same engine through dbt)."""
 from __future__ import annotations
 
 import dataclasses
+import random
 from pathlib import Path
 
 import pytest
@@ -72,11 +73,21 @@ def test_catch_up_equals_one_at_a_time_and_the_reference(engine: Engine, stream,
     # catch-up ends its group there) or repeat a stored start (the batch is refused).
     batches = [without_earliest(b) if i > 0 and data.draw(st.integers(0, 3)) == 0 else b for i, b in enumerate(batches)]
     want, refused = expected(batches, columns)
+    # Files of every format, compression and column order: one run reads them together.
+    options = [
+        {
+            "file_format": data.draw(st.sampled_from(["csv", "csv", "parquet"])),
+            "compression": data.draw(st.sampled_from(["none", "gzip"])),
+            "earliest_form": data.draw(st.sampled_from(["file", "column"])),
+            "rng": random.Random(b.sequence),
+        }
+        for b in batches
+    ]
     name = f"s{next(counter)}"
     results = {}
     for mode, per_commit in (("all", None), ("one", 1)):
         table = f"{name}_{mode}"
-        engine.land(table, batches)
+        engine.land(table, batches, options)
         if refused is None:
             engine.apply(table, columns, key, per_commit)
         else:

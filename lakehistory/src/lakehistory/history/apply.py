@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,9 @@ MAX_BIGINT = 9223372036854775807
 MAX_TIMESTAMP = "timestamp'9999-12-31 23:59:59.999999'"
 HISTORY_COLUMNS = ("valid_from", "valid_to", "removal")
 SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
+# Spark would build a bloom filter of the history table's keys (one more scan of it) to filter the
+# group's rows, which are already few: the rules' queries run without it.
+RUNTIME_BLOOM_FILTER = "spark.sql.optimizer.runtime.bloomFilter.enabled"
 CHANGES_VIEW = "`__lh_changes`"
 
 # Which dbt invocations have checked every history table for unrecorded commits, and the tables
@@ -375,13 +379,8 @@ def _apply_group(
     version = _version_sql(versions, txns)
     # The commit carries the group's transactions; a group that changes nothing (a re-delivered
     # batch) still commits, so that its transactions are on record in the table too.
-    spark.conf.set(ledger.USER_METADATA, ledger.commit_metadata(txns))
-    spark.conf.set(SKIP_EMPTY_COMMITS, "false")
-    try:
+    with _session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}):
         _write(spark, target, layout, versions, version, changes, group[:n])
-    finally:
-        spark.conf.unset(ledger.USER_METADATA)
-        spark.conf.unset(SKIP_EMPTY_COMMITS)
     commit = _own_commit(spark, target, txns)
     try:
         _reached("committed")
@@ -406,9 +405,10 @@ def _changes(
         f" where `_lh_ordinal` between {first.ordinal} and {group[-1].ordinal}"
     ).createOrReplaceTempView(GROUP_VIEW)
     _stored(spark, target, layout, versions, first, _key_range(group))
-    candidates = spark.sql(candidates_sql(layout, first.schema_changes, first.truncate)).localCheckpoint()
-    candidates.createOrReplaceTempView(CANDIDATES_VIEW)
-    frame = spark.sql(changes_sql(layout, first.rewrites)).localCheckpoint()
+    with _session_conf(spark, {RUNTIME_BLOOM_FILTER: "false"}):
+        candidates = spark.sql(candidates_sql(layout, first.schema_changes, first.truncate)).localCheckpoint()
+        candidates.createOrReplaceTempView(CANDIDATES_VIEW)
+        frame = spark.sql(changes_sql(layout, first.rewrites)).localCheckpoint()
     frame.createOrReplaceTempView(CHANGES_VIEW)
     rows = spark.sql(
         f"""
@@ -438,6 +438,22 @@ def _changes(
         clash=min(counts.get("clash", {}), default=None),
         interleave=min(counts.get("interleave", {}), default=None),
     )
+
+
+@contextmanager
+def _session_conf(spark: SparkSession, settings: dict[str, str]):
+    """The Spark session settings for the statements of the block; the previous ones after it."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _stored(

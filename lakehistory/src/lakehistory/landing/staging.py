@@ -301,63 +301,70 @@ def _typed(raw: SparkColumn, sql_type: str) -> SparkColumn:
     return raw.cast(sql_type)
 
 
-def _read_files(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame | None:
-    """The raw rows (every cell a string) of every file of the pending batches, each with its
-    file's key (`_lh_file_key`, see _file_table) and data row (`_lh_row`); the columns of every
-    file checked against its kind."""
-    files, kinds = [], {}
-    for m in pending:
-        for entry in m["files"]:
-            path = f"{m['_folder']}/{m['batch_id']}/{entry['path']}"
-            files.append(LandedFile(len(files), m["batch_id"], entry["path"], path, _file_format(entry)))
-            kinds[len(files) - 1] = entry["kind"]
-    if not files:
-        return None
-    csv_files = [f for f in files if f.file_format != "parquet"]
+@dataclass(frozen=True)
+class _Entry:
+    """A file of a pending batch, with what staging puts on each of its rows."""
+
+    file: LandedFile
+    kind: str
+    ordinal: int
+    manifest: dict
+
+
+def _entries(pending: list[dict]) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for ordinal, m in enumerate(pending, start=1):
+        for e in m["files"]:
+            path = f"{m['_folder']}/{m['batch_id']}/{e['path']}"
+            file = LandedFile(len(entries), m["batch_id"], e["path"], path, _file_format(e))
+            entries.append(_Entry(file, e["kind"], ordinal, m))
+    return entries
+
+
+def _read_files(spark: SparkSession, spec: TableSpec, entries: list[_Entry]) -> DataFrame:
+    """The raw rows (every cell a string) of the files, each with its file's key (`_lh_file_key`)
+    and data row (`_lh_row`); the columns of every file checked against its kind."""
+    csv_files = [e.file for e in entries if e.file.file_format != "parquet"]
     try:
         found = headers(spark, csv_files)
-        frames = {f.key: read_parquet_file(spark, f) for f in files if f.file_format == "parquet"}
+        frames = {e.file.key: read_parquet_file(spark, e.file) for e in entries if e.file.file_format == "parquet"}
     except UnreadableFileError as exc:
         raise _fail(exc.file.batch_id, f"file {exc.file.entry} cannot be read: {_first_line(exc.cause)}") from exc
-    for f in files:
+    for e in entries:
+        f = e.file
         columns = found[f.key].names if f.key in found else frames[f.key].columns[:-2]
-        kind = kinds[f.key]
-        required, allowed = _expected_columns(spec, kind)
+        required, allowed = _expected_columns(spec, e.kind)
         if twice := sorted({c for c in columns if columns.count(c) > 1}):
-            raise _fail(f.batch_id, f"{kind} file {f.entry} names column(s) {', '.join(twice)} more than once")
+            raise _fail(f.batch_id, f"{e.kind} file {f.entry} names column(s) {', '.join(twice)} more than once")
         if missing := sorted(required - set(columns)):
-            raise _fail(f.batch_id, f"{kind} file {f.entry} lacks column(s) {', '.join(missing)}")
+            raise _fail(f.batch_id, f"{e.kind} file {f.entry} lacks column(s) {', '.join(missing)}")
         if unknown := sorted(set(columns) - allowed):
-            raise _fail(f.batch_id, f"{kind} file {f.entry} has unknown column(s) {', '.join(unknown)}")
+            raise _fail(f.batch_id, f"{e.kind} file {f.entry} has unknown column(s) {', '.join(unknown)}")
     parts = ([read_csv_files(spark, csv_files, found)] if csv_files else []) + list(frames.values())
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
 
 
-def _file_table(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame:
-    """One row per file of the pending batches (keyed as in _read_files): its kind and its batch's
-    manifest (tokens and metadata), which staging puts on each of the file's rows."""
-    rows = []
-    for ordinal, m in enumerate(pending, start=1):
-        has_earliest_file = any(e["kind"] == "earliest" for e in m["files"])
-        for entry in m["files"]:
-            rows.append(
-                (
-                    len(rows),
-                    entry["kind"],
-                    entry["path"],
-                    m["null_string"],
-                    m["unmodified_string"],
-                    spec.table,
-                    m["batch_id"],
-                    m["sequence"],
-                    ordinal,
-                    has_earliest_file,
-                    m.get("deleted_column"),
-                    m.get("author"),
-                    m.get("app_id"),
-                    m.get("commit_message"),
-                )
-            )
+def _file_table(spark: SparkSession, spec: TableSpec, entries: list[_Entry]) -> DataFrame:
+    """One row per file: its kind and its batch's manifest (tokens and metadata)."""
+    rows = [
+        (
+            e.file.key,
+            e.kind,
+            e.file.entry,
+            e.manifest["null_string"],
+            e.manifest["unmodified_string"],
+            spec.table,
+            e.manifest["batch_id"],
+            e.manifest["sequence"],
+            e.ordinal,
+            any(f["kind"] == "earliest" for f in e.manifest["files"]),
+            e.manifest.get("deleted_column"),
+            e.manifest.get("author"),
+            e.manifest.get("app_id"),
+            e.manifest.get("commit_message"),
+        )
+        for e in entries
+    ]
     return spark.createDataFrame(
         rows,
         "_lh_file_key int, _lh_kind string, _lh_file string, _lh_null_token string, _lh_unmodified_token string,"
@@ -370,15 +377,16 @@ def _file_table(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Da
 def _stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame | None:
     """The rows of every file of the pending batches, typed, with the merge's metadata columns
     (not yet validated)."""
-    raw = _read_files(spark, spec, pending)
-    if raw is None:
+    entries = _entries(pending)
+    if not entries:
         return None
+    raw = _read_files(spark, spec, entries)
     wanted = [c.name for c in spec.columns] + [START, END, ACTIVE, SYNCED, EARLIEST]
     raw = raw.select(
         *[F.col(f"`{c}`") if c in raw.columns else F.lit(None).cast("string").alias(c) for c in wanted],
         "_lh_file_key",
         "_lh_row",
-    ).join(F.broadcast(_file_table(spark, spec, pending)), "_lh_file_key")
+    ).join(F.broadcast(_file_table(spark, spec, entries)), "_lh_file_key")
     null_token, unmodified_token = F.col("_lh_null_token"), F.col("_lh_unmodified_token")
 
     def value(name: str, sql_type: str) -> SparkColumn:
