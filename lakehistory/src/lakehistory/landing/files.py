@@ -63,8 +63,9 @@ class Header:
 
 
 def headers(spark: SparkSession, files: Sequence[LandedFile]) -> dict[int, Header]:
-    """The column names of every CSV file (its first line), in one Spark job. An empty file has
-    none. Raises UnreadableFileError naming the first file that cannot be read."""
+    """The column names of every CSV file (its first line), in one Spark job: it scans the files
+    whole, which costs less than a job per file. An empty file has none. Raises
+    UnreadableFileError naming the first file that cannot be read."""
     if not files:
         return {}
     try:
@@ -95,8 +96,8 @@ def headers(spark: SparkSession, files: Sequence[LandedFile]) -> dict[int, Heade
 
 
 def read_csv_files(spark: SparkSession, files: Sequence[LandedFile], found: dict[int, Header]) -> DataFrame:
-    """The rows of CSV files whose headers are `names` (checked by the caller: no duplicates), as
-    strings (an empty field is the empty string; a column a file lacks is NULL), with
+    """The rows of CSV files with the headers `found` gives (checked by the caller: every file has
+    its columns, none twice), as strings (an empty field is the empty string; a column a file lacks is NULL), with
     `_lh_file_key` and `_lh_row`. One Spark read per distinct header."""
     by_header: dict[tuple[str, ...], list[LandedFile]] = {}
     for f in files:
