@@ -97,8 +97,8 @@ def headers(spark: SparkSession, files: Sequence[LandedFile]) -> dict[int, Heade
 
 def read_csv_files(spark: SparkSession, files: Sequence[LandedFile], found: dict[int, Header]) -> DataFrame:
     """The rows of CSV files with the headers `found` gives (checked by the caller: every file has
-    its columns, none twice), as strings (an empty field is the empty string; a column a file lacks is NULL), with
-    `_lh_file_key` and `_lh_row`. One Spark read per distinct header."""
+    its columns, none twice), as strings (an empty field is the empty string; a column a file
+    lacks is NULL), with `_lh_file_key` and `_lh_row`. One Spark read per distinct header."""
     by_header: dict[tuple[str, ...], list[LandedFile]] = {}
     for f in files:
         by_header.setdefault(tuple(found[f.key].names), []).append(f)
