@@ -3,7 +3,10 @@
 SHELL := /bin/bash
 export LAKEHISTORY_HOME := $(abspath .local)
 BIN := $(LAKEHISTORY_HOME)/venv/bin
+# The demo is the dbt project in integration_tests/; it installs the package (this folder) with `dbt deps`.
+DEMO_DIR := integration_tests
 DBT := $(BIN)/dbt --no-use-colors
+DBT_DEMO = --project-dir $(DEMO_DIR) --profiles-dir $(DEMO_DIR)
 
 .PHONY: demo test setup setup-test lint test-python test-slow test-connect docs bench clean
 
@@ -15,19 +18,20 @@ DEMO := --landing $(LANDING) --scale 50 --syncs 4 --seed 42 --extract-tables met
 # One day at a time, as in production: land the next sync, then `dbt build` (a snapshot captures
 # one extract per run). A second `make demo` finds every sync landed and builds once.
 demo: setup
-	@landed=$$($(BIN)/lakehistory landed --syncs 4 --extract-tables meta_history,meta_vars --landing $(LANDING)); \
-	if [ "$$landed" -ge 4 ]; then $(DBT) build --profiles-dir . || exit 1; fi; \
+	$(DBT) deps $(DBT_DEMO) --quiet
+	@landed=$$($(BIN)/lakehistory-demo landed --syncs 4 --extract-tables meta_history,meta_vars --landing $(LANDING)); \
+	if [ "$$landed" -ge 4 ]; then $(DBT) build $(DBT_DEMO) || exit 1; fi; \
 	for sync in $$(seq $$((landed + 1)) 4); do \
-		$(BIN)/lakehistory generate $(DEMO) --sync $$sync --no-progress || exit 1; \
-		$(DBT) build --profiles-dir . || exit 1; \
+		$(BIN)/lakehistory-demo generate $(DEMO) --sync $$sync --no-progress || exit 1; \
+		$(DBT) build $(DBT_DEMO) || exit 1; \
 	done
 	@# time travel on what was just built: every table's version, a consistent cut, the database as of a day
-	$(DBT) show --profiles-dir . --select table_versions
-	$(DBT) show --profiles-dir . --select stations_as_of_version --limit 10
-	$(DBT) show --profiles-dir . --select observations_as_of_download --limit 10
+	$(DBT) show $(DBT_DEMO) --select table_versions
+	$(DBT) show $(DBT_DEMO) --select stations_as_of_version --limit 10
+	$(DBT) show $(DBT_DEMO) --select observations_as_of_download --limit 10
 	@# the same changes as events and feature states: an audit of the last transaction, a version chain
-	$(DBT) show --profiles-dir . --select last_transaction_audit --limit 10
-	$(DBT) show --profiles-dir . --select station_state_chain
+	$(DBT) show $(DBT_DEMO) --select last_transaction_audit --limit 10
+	$(DBT) show $(DBT_DEMO) --select station_state_chain
 
 test: lint test-python test-connect
 
@@ -42,6 +46,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/sqlfluff lint --processes 2 .
+	$(BIN)/mypy
 
 test-python: setup-test
 	$(BIN)/python -m pytest -m "not connect and not slow"
@@ -56,16 +61,17 @@ test-connect: setup
 	$(BIN)/python -m pytest -m connect
 
 docs: setup
-	$(DBT) docs generate --profiles-dir .
+	$(DBT) deps $(DBT_DEMO) --quiet
+	$(DBT) docs generate $(DBT_DEMO)
 
 # The site `make docs` generated, on http://localhost:8080 (Ctrl+C stops it).
 .PHONY: docs-serve
 docs-serve: setup
-	$(DBT) docs serve --profiles-dir .
+	$(DBT) docs serve $(DBT_DEMO)
 
 # The benchmark (README "Benchmarks"): results in $(LAKEHISTORY_HOME)/bench; BENCH_ARGS="--smoke" for a tiny run.
 bench: setup
-	$(BIN)/python -m lakehistory.bench $(BENCH_ARGS)
+	$(BIN)/python -m lakehistory_tools.bench $(BENCH_ARGS)
 
 clean:
-	rm -rf target logs dbt_packages $(LAKEHISTORY_HOME)/lakehouse $(LANDING)
+	rm -rf target logs $(DEMO_DIR)/target $(DEMO_DIR)/logs $(DEMO_DIR)/dbt_packages $(LAKEHISTORY_HOME)/lakehouse $(LANDING)

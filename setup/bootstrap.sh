@@ -46,12 +46,15 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 # Reinstall only when the pins or the package metadata changed.
-wanted=$(cat "$root/setup/requirements.lock" "$root/lakehistory/pyproject.toml" | sha256sum | cut -d' ' -f1)
+wanted=$(cat "$root/setup/requirements.lock" "$root"/{dbt-sparksession,lakehistory,tools}/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
   echo "setup: installing pinned packages"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet -r "$root/setup/requirements.lock"
-  "$venv/bin/python" -m pip install --quiet --no-deps --config-settings editable_mode=compat -e "$root/lakehistory"
+  # The three distributions of this repository (README "Layout"), editable.
+  for part in dbt-sparksession lakehistory tools; do
+    "$venv/bin/python" -m pip install --quiet --no-deps --config-settings editable_mode=compat -e "$root/$part"
+  done
   echo "$wanted" > "$stamp"
 fi
 

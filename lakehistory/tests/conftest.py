@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import DEMO_CONFIG, DEMO_EXTRACTS, REPO_ROOT, DbtProject, copy_project, unique_schema
-from lakehistory.generator import generate
+from lakehistory_tools.generator import generate
 
 
 def pytest_configure(config: pytest.Config) -> None:

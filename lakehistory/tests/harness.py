@@ -2,7 +2,8 @@
 
 One Spark session per test process: dbt's session method starts it on the first invocation
 and every later invocation (and every assertion) reuses it. Each test works on its own copy of
-the dbt project and its own schema, so tests never see each other's tables.
+the demo project (`integration_tests/`, installing the package from this checkout) and its own
+schema, so tests never see each other's tables.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import Any
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
-from lakehistory.generator import GeneratorConfig
-from lakehistory.platform import project as platform_project
-from lakehistory.platform.project import DBT_PARTS
+from lakehistory_tools.generator import GeneratorConfig
+from lakehistory_tools.project import DEMO_PARTS, copy_demo_project
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+PROFILES_DIR = REPO_ROOT / "integration_tests"
 
 # The demo the `demo` fixture (conftest.py) builds: small, three days, every table with batches
 # or extracts each day.
@@ -28,9 +29,13 @@ DEMO_CONFIG = GeneratorConfig(scale=3, syncs=3, seed=11)
 DEMO_EXTRACTS = ("meta_history", "meta_vars")
 
 
-def copy_project(destination: Path, parts: Iterable[str] = DBT_PARTS) -> Path:
-    """A copy of the repository's dbt project (not its Python package or local state)."""
-    return platform_project.copy_project(REPO_ROOT, destination, parts)
+def copy_project(destination: Path, parts: Iterable[str] = DEMO_PARTS) -> Path:
+    """A copy of the demo project with the package installed (`dbt deps`: a link to this checkout)."""
+    copy_demo_project(REPO_ROOT, destination, parts)
+    result = dbtRunner().invoke(["deps", "--project-dir", str(destination), "--profiles-dir", str(PROFILES_DIR)])
+    if not result.success:
+        raise AssertionError(f"dbt deps failed in {destination}: {describe_failure(result)}")
+    return destination
 
 
 def unique_schema(label: str) -> str:
@@ -54,7 +59,7 @@ class DbtProject:
             "--project-dir",
             str(self.project_dir),
             "--profiles-dir",
-            str(REPO_ROOT),
+            str(PROFILES_DIR),
             "--target",
             self.target,
         ]

@@ -32,7 +32,14 @@ def add_hx(
 
             def model(dbt, session):
                 dbt.config(materialized="incremental", full_refresh=False)
-                return build_hx(dbt, session, dbt.config.get("meta"), dbt.ref("{source}"), parents={{{parents}}})
+                return build_hx(
+                    dbt,
+                    session,
+                    dbt.config.get("meta"),
+                    dbt.ref("{source}"),
+                    dbt.source("lakehistory", "lakehistory_transactions"),
+                    parents={{{parents}}},
+                )
         """)
     )
     path = folder / HX_YAML

@@ -127,6 +127,10 @@ changes as (
 
 {#- The data columns of a history table: all but the Fivetran and transaction-time columns. -#}
 {% macro history_data_columns(history) %}
+  {{ return(adapter.dispatch('history_data_columns', 'lakehistory')(history)) }}
+{% endmacro %}
+
+{% macro default__history_data_columns(history) %}
   {%- set system = ['_fivetran_start', '_fivetran_end', '_fivetran_active', '_fivetran_synced', 'valid_from', 'valid_to', 'removal'] -%}
   {{ return(adapter.get_columns_in_relation(history) | map(attribute='name') | reject('in', system) | list) }}
 {% endmacro %}

@@ -21,6 +21,10 @@
 -#}
 
 {% macro event_history(history) %}
+  {{ return(adapter.dispatch('event_history', 'lakehistory')(history)) }}
+{% endmacro %}
+
+{% macro default__event_history(history) %}
   {%- if not execute or load_relation(history) is none -%}
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
@@ -57,6 +61,10 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
     {'meta_station': ref('meta_station_events'), ...}. Each events model is read from its own
     last recorded transaction on, so a model built late is still caught up. -#}
 {% macro core_history(tables) %}
+  {{ return(adapter.dispatch('core_history', 'lakehistory')(tables)) }}
+{% endmacro %}
+
+{% macro default__core_history(tables) %}
   {%- set parts = [] -%}
   {%- for name, events in tables.items() -%}
     {%- set after = 0 -%}
@@ -91,6 +99,10 @@ from (
     update lists the columns whose value changed, NULL to value and value to NULL included; an
     insert or a delete lists every non-key column. -#}
 {% macro column_changes(events, from_time=none, to_time=none) %}
+  {{ return(adapter.dispatch('column_changes', 'lakehistory')(events, from_time, to_time)) }}
+{% endmacro %}
+
+{% macro default__column_changes(events, from_time=none, to_time=none) %}
   {%- if not execute -%}
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}

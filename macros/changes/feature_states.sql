@@ -30,6 +30,10 @@
 -#}
 
 {% macro feature_states(history) %}
+  {{ return(adapter.dispatch('feature_states', 'lakehistory')(history)) }}
+{% endmacro %}
+
+{% macro default__feature_states(history) %}
   {%- if not execute or load_relation(history) is none -%}
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
@@ -175,5 +179,9 @@ from chained as s
 
 {#- Where lakehistory.cleanup records the keys it removed versions of: `<history>__lh_purged`. -#}
 {% macro purged_keys_relation(history) %}
+  {{ return(adapter.dispatch('purged_keys_relation', 'lakehistory')(history)) }}
+{% endmacro %}
+
+{% macro default__purged_keys_relation(history) %}
   {{ return(history.incorporate(path={'identifier': history.identifier ~ '__lh_purged'})) }}
 {% endmacro %}

@@ -15,6 +15,10 @@
 -#}
 
 {% macro hx_current(relation) %}
+  {{ return(adapter.dispatch('hx_current', 'lakehistory')(relation)) }}
+{% endmacro %}
+
+{% macro default__hx_current(relation) %}
   {%- if not execute -%}
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}
@@ -26,6 +30,10 @@
 
 
 {% macro hx_as_of(relation, at, txn=none) %}
+  {{ return(adapter.dispatch('hx_as_of', 'lakehistory')(relation, at, txn)) }}
+{% endmacro %}
+
+{% macro default__hx_as_of(relation, at, txn=none) %}
   {%- if not execute -%}
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}
@@ -37,6 +45,10 @@
 
 
 {% macro database_as_of(at, txn=none) %}
+  {{ return(adapter.dispatch('database_as_of', 'lakehistory')(at, txn)) }}
+{% endmacro %}
+
+{% macro default__database_as_of(at, txn=none) %}
   {%- if not execute -%}
     {{ return('not_executed as (select 1)') }}
   {%- endif -%}
@@ -59,6 +71,10 @@
     is the parent row current at the child's mod_time among all parent rows known now (the
     parent's first row if it began later), by the same as-of rule. -#}
 {% macro hx_resolved(relation) %}
+  {{ return(adapter.dispatch('hx_resolved', 'lakehistory')(relation)) }}
+{% endmacro %}
+
+{% macro default__hx_resolved(relation) %}
   {%- if not execute -%}
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}

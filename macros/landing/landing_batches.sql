@@ -20,12 +20,19 @@
   A bad batch stops the run with an error naming the batch, file, data row and column.
 -#}
 {% macro landing_batches(source_name, table_name) %}
+  {{ return(adapter.dispatch('landing_batches', 'lakehistory')(source_name, table_name)) }}
+{% endmacro %}
+
+{% macro default__landing_batches(source_name, table_name) %}
   {%- set relation = source(source_name, table_name) -%}
   {%- if not execute -%}
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}
   {%- set landed = lakehistory._landed_table(source_name, table_name) -%}
   {%- set view = '__lakehistory_pending__' ~ source_name ~ '__' ~ table_name -%}
+  {%- if not lakehistory._reads_landing() -%}
+    {{ return(adapter.quote(view)) }}
+  {%- endif -%}
   {%- do adapter.call_python('lakehistory.landing.staging:register_pending_batches', {
       'view': view,
       'landing_root': landed.landing_root,
@@ -68,4 +75,11 @@
     {%- endif -%}
   {%- endfor -%}
   {{ exceptions.raise_compiler_error("No source " ~ source_name ~ "." ~ table_name ~ " in the project.") }}
+{% endmacro %}
+
+
+{#- Whether this invocation stages landed files. `dbt compile`, `dbt docs generate` and `dbt ls`
+    render SQL only: they read no landing file and write no table. -#}
+{% macro _reads_landing() %}
+  {{ return(execute and flags.WHICH not in ('compile', 'generate', 'list', 'ls', 'parse')) }}
 {% endmacro %}

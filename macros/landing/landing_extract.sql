@@ -31,6 +31,10 @@
   with an error naming the file, data row and column; the snapshot is left as it was.
 -#}
 {% macro landing_extract(source_name, table_name, snapshot_name=none) %}
+  {{ return(adapter.dispatch('landing_extract', 'lakehistory')(source_name, table_name, snapshot_name)) }}
+{% endmacro %}
+
+{% macro default__landing_extract(source_name, table_name, snapshot_name=none) %}
   {%- set relation = source(source_name, table_name) -%}
   {%- if not execute -%}
     {{ return('(select 1 as not_executed)') }}
@@ -38,6 +42,9 @@
   {%- set landed = lakehistory._landed_table(source_name, table_name) -%}
   {%- set snapshot = lakehistory._snapshot_relation(snapshot_name) if snapshot_name else this -%}
   {%- set staged = lakehistory.staged_extract(snapshot) -%}
+  {%- if not lakehistory._reads_landing() -%}
+    {{ return(staged) }}
+  {%- endif -%}
   {%- do adapter.call_python('lakehistory.landing.extracts:stage_next_extract', {
       'staged': staged | string,
       'landing_root': landed.landing_root,
@@ -63,5 +70,9 @@
 
 {#- The extract a snapshot captures in this run, typed: a Delta table beside the snapshot. -#}
 {% macro staged_extract(snapshot) %}
+  {{ return(adapter.dispatch('staged_extract', 'lakehistory')(snapshot)) }}
+{% endmacro %}
+
+{% macro default__staged_extract(snapshot) %}
   {{ return(api.Relation.create(schema=snapshot.schema, identifier=snapshot.identifier ~ '__lh_extract', type='table')) }}
 {% endmacro %}

@@ -19,6 +19,10 @@
 
 {#- The rows of `relation` in the state after transaction `version` (without valid_from/valid_to). -#}
 {% macro as_of(relation, version) %}
+  {{ return(adapter.dispatch('as_of', 'lakehistory')(relation, version)) }}
+{% endmacro %}
+
+{% macro default__as_of(relation, version) %}
   {{- return("(select * except (`valid_from`, `valid_to`) from " ~ lakehistory.versioned(relation) ~ " where "
       ~ lakehistory.as_of_filter(version) ~ ")") -}}
 {% endmacro %}
@@ -26,6 +30,10 @@
 
 {#- The current rows of `relation` (the Fivetran history-mode table), without valid_from/valid_to. -#}
 {% macro current(relation) %}
+  {{ return(adapter.dispatch('current', 'lakehistory')(relation)) }}
+{% endmacro %}
+
+{% macro default__current(relation) %}
   {{- return("(select * except (`valid_from`, `valid_to`) from " ~ lakehistory.versioned(relation) ~ " where "
       ~ lakehistory.is_current() ~ ")") -}}
 {% endmacro %}
@@ -34,6 +42,10 @@
 {#- The filter behind as_of, for a row alias: `valid_from <= v and v < valid_to`. With the default
     open end (MAX) both are plain range predicates, so Delta skips files by their statistics. -#}
 {% macro as_of_filter(version, alias=none) %}
+  {{ return(adapter.dispatch('as_of_filter', 'lakehistory')(version, alias)) }}
+{% endmacro %}
+
+{% macro default__as_of_filter(version, alias=none) %}
   {%- set p = (alias ~ '.') if alias else '' -%}
   {{- return(p ~ "`valid_from` <= (" ~ version ~ ") and (" ~ version ~ ") < " ~ lakehistory.valid_to_sql(alias)) -}}
 {% endmacro %}
@@ -41,6 +53,10 @@
 
 {#- valid_to as SQL, an open end read as the end of time (NULL open ends need the coalesce). -#}
 {% macro valid_to_sql(alias=none) %}
+  {{ return(adapter.dispatch('valid_to_sql', 'lakehistory')(alias)) }}
+{% endmacro %}
+
+{% macro default__valid_to_sql(alias=none) %}
   {%- set column = ((alias ~ '.') if alias else '') ~ '`valid_to`' -%}
   {%- if lakehistory.open_end() == 'null' or lakehistory.append_only() -%}
     {{- return('coalesce(' ~ column ~ ', ' ~ lakehistory.end_of_time() ~ ')') -}}
@@ -53,6 +69,10 @@
     rows) gets its valid_to from the next version of the same (key, _fivetran_start) row; its
     removal rows then drop out. -#}
 {% macro versioned(relation) %}
+  {{ return(adapter.dispatch('versioned', 'lakehistory')(relation)) }}
+{% endmacro %}
+
+{% macro default__versioned(relation) %}
   {%- if not lakehistory.append_only() or not execute -%}
     {{- return(relation) -}}
   {%- endif -%}
@@ -66,6 +86,10 @@
 
 {#- The source key of a history table of this project, from its model's unique_key. -#}
 {% macro history_keys(relation) %}
+  {{ return(adapter.dispatch('history_keys', 'lakehistory')(relation)) }}
+{% endmacro %}
+
+{% macro default__history_keys(relation) %}
   {%- for node in lakehistory.history_nodes() -%}
     {%- if node.alias == relation.identifier and node.schema == relation.schema -%}
       {{- return(lakehistory._as_list(node.config.get('unique_key'))) -}}
@@ -78,12 +102,20 @@
 {#- The rows of `relation` as the project knew them at instant `at` (transaction time): the state
     after the last transaction committed at or before `at`. -#}
 {% macro as_of_time(relation, at) %}
+  {{ return(adapter.dispatch('as_of_time', 'lakehistory')(relation, at)) }}
+{% endmacro %}
+
+{% macro default__as_of_time(relation, at) %}
   {{- return(lakehistory.as_of(relation, lakehistory.version_at_sql(at))) -}}
 {% endmacro %}
 
 
 {#- SQL for the last transaction committed at or before `at` (0 before the first one). -#}
 {% macro version_at_sql(at) %}
+  {{ return(adapter.dispatch('version_at_sql', 'lakehistory')(at)) }}
+{% endmacro %}
+
+{% macro default__version_at_sql(at) %}
   {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
   {%- set none_yet = '0' if lakehistory.version_type() == 'integer' else "timestamp'0001-01-01 00:00:00'" -%}
   {{- return("(select coalesce(max(`" ~ version ~ "`), " ~ none_yet ~ ") from " ~ lakehistory.transactions_relation()
@@ -93,6 +125,10 @@
 
 {#- The same, as a SQL literal, read when the macro runs (for one consistent cut of several tables). -#}
 {% macro version_at(at) %}
+  {{ return(adapter.dispatch('version_at', 'lakehistory')(at)) }}
+{% endmacro %}
+
+{% macro default__version_at(at) %}
   {%- if not execute -%}{{ return(0) }}{%- endif -%}
   {%- if lakehistory.version_type() == 'integer' -%}
     {{- return(run_query("select " ~ lakehistory.version_at_sql(at)).rows[0][0] | int) -}}
@@ -128,6 +164,10 @@
       all                every row
 -#}
 {% macro history(relation, form, a=none, b=none, clock='transaction', version=none) %}
+  {{ return(adapter.dispatch('history', 'lakehistory')(relation, form, a, b, clock, version)) }}
+{% endmacro %}
+
+{% macro default__history(relation, form, a=none, b=none, clock='transaction', version=none) %}
   {%- if clock == 'transaction' -%}
     {%- set lo, hi, lo_closed = '`valid_from`', lakehistory.valid_to_sql(), false -%}
     {%- set known = 'true' -%}
@@ -169,6 +209,10 @@
   project (table_name, version).
 -#}
 {% macro current_version(relation) %}
+  {{ return(adapter.dispatch('current_version', 'lakehistory')(relation)) }}
+{% endmacro %}
+
+{% macro default__current_version(relation) %}
   {%- set empty = var('lakehistory_empty_version', 0 if lakehistory.version_type() == 'integer' else '0001-01-01 00:00:00') -%}
   {%- set empty = empty if lakehistory.version_type() == 'integer' else "timestamp'" ~ empty ~ "'" -%}
   {%- if lakehistory.append_only() -%}
@@ -181,6 +225,10 @@
 
 
 {% macro current_versions() %}
+  {{ return(adapter.dispatch('current_versions', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__current_versions() %}
   {%- set parts = [] -%}
   {%- for node in lakehistory.history_nodes() -%}
     {%- set relation = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) -%}
@@ -195,6 +243,10 @@
 
 {#- The project's history tables: models built by the fivetran_history strategy. -#}
 {% macro history_nodes() %}
+  {{ return(adapter.dispatch('history_nodes', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__history_nodes() %}
   {%- set nodes = [] -%}
   {%- if not execute -%}{{ return(nodes) }}{%- endif -%}
   {%- for node in graph.nodes.values() -%}

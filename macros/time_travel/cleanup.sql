@@ -14,6 +14,10 @@
   `VACUUM` afterwards to reclaim the space. Emulated time travel does not depend on those files.
 -#}
 {% macro cleanup(model, before_version=none, before=none) %}
+  {{ return(adapter.dispatch('cleanup', 'lakehistory')(model, before_version, before)) }}
+{% endmacro %}
+
+{% macro default__cleanup(model, before_version=none, before=none) %}
   {%- if (before_version is none) == (before is none) -%}
     {{ exceptions.raise_compiler_error("cleanup: give exactly one of before_version (a transaction id) or before (a timestamp)") }}
   {%- endif -%}

@@ -12,6 +12,10 @@
   Both macros return SQL expressions, so they run set-based inside any query.
 -#}
 {% macro naksha_uuid(object_id, at, object_type) %}
+  {{ return(adapter.dispatch('naksha_uuid', 'lakehistory')(object_id, at, object_type)) }}
+{% endmacro %}
+
+{% macro default__naksha_uuid(object_id, at, object_type) %}
   {%- set id = 'cast(' ~ object_id ~ ' as bigint)' -%}
   {%- set high = 'shiftleft(shiftright(' ~ id ~ ', 12), 16) | 16384 | (' ~ id ~ ' & 4095)' -%}
   {%- set low -%}
@@ -29,6 +33,10 @@
 
 {#- The fields of a Naksha uuid, as a struct: object_id, year, month, day, object_type, database_id. -#}
 {% macro naksha_uuid_fields(uuid) %}
+  {{ return(adapter.dispatch('naksha_uuid_fields', 'lakehistory')(uuid)) }}
+{% endmacro %}
+
+{% macro default__naksha_uuid_fields(uuid) %}
   {%- set hex = "replace(" ~ uuid ~ ", '-', '')" -%}
   {%- set date_bits = "cast(conv(substr(" ~ hex ~ ", 17, 4), 16, 10) as bigint)" -%}
   {%- set day_bits = "cast(conv(substr(" ~ hex ~ ", 21, 2), 16, 10) as bigint)" -%}
@@ -47,6 +55,10 @@
 
 {#- The project's database id (var `lakehistory_database_id`), checked to fit its 40 bits. -#}
 {% macro database_id() %}
+  {{ return(adapter.dispatch('database_id', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__database_id() %}
   {%- set value = var('lakehistory_database_id', 0) -%}
   {%- if value is not number and not (value is string and value.isdigit()) -%}
     {{ exceptions.raise_compiler_error("var lakehistory_database_id must be an integer from 0 to 2^40 - 1, not " ~ value) }}

@@ -15,6 +15,10 @@
                               unless that is a removal.
 -#}
 {% macro version_type() %}
+  {{ return(adapter.dispatch('version_type', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__version_type() %}
   {%- set value = var('lakehistory_version_type', 'integer') -%}
   {%- if value not in ('integer', 'timestamp') -%}
     {{ exceptions.raise_compiler_error("var lakehistory_version_type must be 'integer' or 'timestamp', not " ~ value) }}
@@ -24,6 +28,10 @@
 
 
 {% macro open_end() %}
+  {{ return(adapter.dispatch('open_end', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__open_end() %}
   {%- set value = var('lakehistory_open_end', 'max') -%}
   {%- if value not in ('max', 'null') -%}
     {{ exceptions.raise_compiler_error("var lakehistory_open_end must be 'max' or 'null', not " ~ value) }}
@@ -33,24 +41,40 @@
 
 
 {% macro append_only() %}
+  {{ return(adapter.dispatch('append_only', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__append_only() %}
   {{- return(var('lakehistory_append_only', false) in (true, 'true', 'True')) -}}
 {% endmacro %}
 
 
 {#- The SQL type of valid_from / valid_to. -#}
 {% macro version_sql_type() %}
+  {{ return(adapter.dispatch('version_sql_type', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__version_sql_type() %}
   {{- return('bigint' if lakehistory.version_type() == 'integer' else 'timestamp') -}}
 {% endmacro %}
 
 
 {#- The largest version: what an open valid_to means. -#}
 {% macro end_of_time() %}
+  {{ return(adapter.dispatch('end_of_time', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__end_of_time() %}
   {{- return(9223372036854775807 if lakehistory.version_type() == 'integer' else "timestamp'9999-12-31 23:59:59.999999'") -}}
 {% endmacro %}
 
 
 {#- The valid_to a current row is written with, as SQL. -#}
 {% macro open_version() %}
+  {{ return(adapter.dispatch('open_version', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__open_version() %}
   {{- return('null' if lakehistory.open_end() == 'null' else lakehistory.end_of_time()) -}}
 {% endmacro %}
 
@@ -58,6 +82,10 @@
 {#- A predicate: the row (alias or none) is current in transaction time. For an append-only table
     it applies to lakehistory.versioned(relation), whose derived valid_to is NULL while open. -#}
 {% macro is_current(alias=none) %}
+  {{ return(adapter.dispatch('is_current', 'lakehistory')(alias)) }}
+{% endmacro %}
+
+{% macro default__is_current(alias=none) %}
   {%- set column = ((alias ~ '.') if alias else '') ~ '`valid_to`' -%}
   {%- if lakehistory.open_end() == 'null' or lakehistory.append_only() -%}
     {{- return(column ~ ' is null') -}}
@@ -68,5 +96,9 @@
 
 {#- The version a transaction writes, as SQL: its id, or its time. -#}
 {% macro version_value(txn_id, txn_time) %}
+  {{ return(adapter.dispatch('version_value', 'lakehistory')(txn_id, txn_time)) }}
+{% endmacro %}
+
+{% macro default__version_value(txn_id, txn_time) %}
   {{- return(txn_id if lakehistory.version_type() == 'integer' else "timestamp'" ~ txn_time ~ "'") -}}
 {% endmacro %}

@@ -8,9 +8,12 @@ strategy or from a dbt snapshot of daily extracts:
     def model(dbt, session):
         dbt.config(materialized="incremental", full_refresh=False)
         return build_hx(dbt, session, dbt.config.get("meta"), dbt.ref("meta_station_history"),
+                        dbt.source("lakehistory", "lakehistory_transactions"),
                         parents={"meta_network_hx": dbt.ref("meta_network_hx")})
 
-and the model's YAML says what the table is (`meta.lakehistory.hx`): the main table's name, its key,
+`dbt.source("lakehistory", "lakehistory_transactions")` is the project's transactions table (declare
+that source with the var `lakehistory_transactions` as its identifier: README "Install"), and the
+model's YAML says what the table is (`meta.lakehistory.hx`): the main table's name, its key,
 the source model and its foreign keys (`columns`, `parent` hx model, `parent_columns`).
 
 Columns: the main table's columns, `mod_time` (valid time of the change), `mod_user` (author of the
@@ -39,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -216,7 +220,7 @@ class SnapshotSource(Source):
         # Each capture's time is its rows' dbt_valid_from on its day; read only the pending days
         # (a range Delta can skip files by), not the whole snapshot.
         first_day = min(r.batch_id for r in captured)
-        times = dict(
+        times: dict[str, Any] = dict(
             self.frame.where(F.col("dbt_valid_from") >= F.to_timestamp(F.lit(first_day)))
             .select(F.date_format("dbt_valid_from", "yyyy-MM-dd").alias("day"), F.col("dbt_valid_from").alias("at"))
             .distinct()
@@ -390,11 +394,17 @@ def _spec_from_meta(meta: Mapping, source: DataFrame, parents: Mapping[str, Data
 
 
 def build_hx(
-    dbt, session: SparkSession, meta: Mapping | None, source: DataFrame, parents: Mapping[str, DataFrame] | None = None
+    dbt,
+    session: SparkSession,
+    meta: Mapping | None,
+    source: DataFrame,
+    transactions: DataFrame,
+    parents: Mapping[str, DataFrame] | None = None,
 ) -> DataFrame:
     """The rows to append to this `_hx` model (all of them on its first build). `meta` is the
-    model's `dbt.config.get("meta")` (dbt hands a Python model only the configs its own file reads)."""
-    spec, source_name = _spec_from_meta(meta, source, parents or {})
+    model's `dbt.config.get("meta")` (dbt hands a Python model only the configs its own file reads);
+    `transactions` the project's transactions table, as dbt resolves it (`dbt.source(...)`)."""
+    spec, source_name = _spec_from_meta(meta or {}, source, parents or {})
     schema = dbt.this.schema
     relation = f"{schema}.{source_name}"
     if "_fivetran_start" in source.columns:
@@ -407,7 +417,6 @@ def build_hx(
         src = SnapshotSource(source, spec, relation)
     else:
         raise HxError(f"{hx_table(spec.table)}: {source_name} is neither a fivetran_history table nor a dbt snapshot")
-    transactions = session.table(f"{schema}.lakehistory_transactions")
     existing = session.table(str(dbt.this)) if dbt.is_incremental else None
     return append_rows(spec, src, transactions, existing)
 

@@ -52,7 +52,7 @@ def test_seed_cells_travel_as_text(value, text) -> None:
 
 
 def test_profile_loads_exactly_the_cached_jars() -> None:
-    profile = (REPO_ROOT / "profiles.yml").read_text()
+    profile = (REPO_ROOT / "integration_tests" / "profiles.yml").read_text()
     listed = re.findall(r"/jars/([^,\s]+\.jar)", profile)
     assert sorted(listed) == sorted(jars.REQUIRED)
 

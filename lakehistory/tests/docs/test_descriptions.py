@@ -13,10 +13,13 @@ import re
 import sys
 from pathlib import Path
 
-PACKAGE = "lakehistory"
+# The package's macros and docs and the demo project's nodes: everything on the site but dbt's own.
+PACKAGES = ("lakehistory", "lakehistory_integration_tests")
 # What the site documents: every node of the project, singular data tests included; a generic
 # test is documented by its macro, test_<name>, which is checked with the other macros.
 NODE_TYPES = ("model", "seed", "snapshot", "analysis")
+# `default__x`, `spark__x`: an adapter's implementation of the dispatched macro `x`, documented there.
+IMPLEMENTATION = re.compile(r"^[a-z]+__")
 DOC_REF = re.compile(r"""\bdoc\(\s*['"]([^'"]+)['"]\s*\)""")
 MACRO_SIGNATURE = re.compile(r"{%-?\s*(?:macro|test)\s+(\w+)\s*\((.*?)\)\s*-?%}", re.DOTALL)
 PROPERTY_FOLDERS = ("models", "macros", "seeds", "snapshots", "analyses", "tests")
@@ -40,13 +43,13 @@ def undescribed_nodes(manifest: dict) -> list[str]:
     for node in manifest["nodes"].values():
         singular_test = node["resource_type"] == "test" and not node.get("test_metadata")
         if (
-            node["package_name"] == PACKAGE
+            node["package_name"] in PACKAGES
             and (node["resource_type"] in NODE_TYPES or singular_test)
             and not _described(node)
         ):
             missing.append(f"{node['resource_type']} {node['name']} ({node['original_file_path']})")
     for source in manifest["sources"].values():
-        if source["package_name"] != PACKAGE:
+        if source["package_name"] not in PACKAGES:
             continue
         if not (source.get("source_description") or "").strip():
             missing.append(f"source {source['source_name']} ({source['original_file_path']})")
@@ -54,7 +57,7 @@ def undescribed_nodes(manifest: dict) -> list[str]:
             missing.append(f"source table {source['source_name']}.{source['name']} ({source['original_file_path']})")
     for section, kind in (("macros", "macro"), ("exposures", "exposure")):
         for node in manifest[section].values():
-            if node["package_name"] == PACKAGE and not _described(node):
+            if node["package_name"] in PACKAGES and not IMPLEMENTATION.match(node["name"]) and not _described(node):
                 missing.append(f"{kind} {node['name']} ({node['original_file_path']})")
     return sorted(set(missing))
 
@@ -86,7 +89,7 @@ def undescribed_macro_arguments(manifest: dict) -> list[str]:
     public macros."""
     missing = []
     for macro in manifest["macros"].values():
-        if macro["package_name"] != PACKAGE:
+        if macro["package_name"] not in PACKAGES or IMPLEMENTATION.match(macro["name"]):
             continue
         expected = _signature(macro)
         documented = [argument["name"] for argument in macro.get("arguments") or []]
@@ -104,7 +107,7 @@ def _catalog_entries(manifest: dict, catalog: dict):
     for section in ("nodes", "sources"):
         for unique_id, entry in catalog.get(section, {}).items():
             node = manifest[section].get(unique_id)
-            if node and node["package_name"] == PACKAGE:
+            if node and node["package_name"] in PACKAGES:
                 yield f"{node['resource_type']} {unique_id.split('.', 2)[2]}", node, entry
 
 
@@ -136,19 +139,21 @@ def unresolved_docs(manifest: dict, project_dir: Path) -> list[str]:
     blocks = {
         doc["name"]: doc["block_contents"].strip()
         for doc in manifest["docs"].values()
-        if doc["package_name"] == PACKAGE
+        if doc["package_name"] in PACKAGES
     }
     problems = []
     if not blocks.get("__overview__"):
         problems.append("no {% docs __overview__ %} block: the site has no home page of its own")
-    for folder in PROPERTY_FOLDERS:
-        for path in sorted((project_dir / folder).rglob("*.yml")):
-            for name in DOC_REF.findall(path.read_text()):
-                if not blocks.get(name):
-                    problems.append(f"{path.relative_to(project_dir)}: doc('{name}') names no doc block with content")
+    package_dir = (project_dir / "dbt_packages" / "lakehistory").resolve()
+    for root in (project_dir, package_dir):
+        for folder in PROPERTY_FOLDERS:
+            for path in sorted((root / folder).rglob("*.yml")):
+                for name in DOC_REF.findall(path.read_text()):
+                    if not blocks.get(name):
+                        problems.append(f"{path.relative_to(root)}: doc('{name}') names no doc block with content")
     for section in ("nodes", "sources", "macros", "exposures"):
         for node in manifest[section].values():
-            if node["package_name"] != PACKAGE:
+            if node["package_name"] not in PACKAGES:
                 continue
             texts = [node.get("description") or ""]
             texts += [column.get("description") or "" for column in node.get("columns", {}).values()]

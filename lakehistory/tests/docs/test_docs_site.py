@@ -29,8 +29,8 @@ except ImportError:  # reported by the `browser` fixture, as a failure
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package (setup/bootstrap.sh); never a downloaded browser
 SETUP_HINT = "run `bash setup/bootstrap.sh` (it installs Debian's chromium package and the pinned playwright)"
 WAIT_MS = 60_000  # the site parses a ~1 MB manifest; the machine is shared
-HISTORY = "model.lakehistory.meta_station_history"
-HX = "model.lakehistory.meta_station_hx"
+HISTORY = "model.lakehistory_integration_tests.meta_station_history"
+HX = "model.lakehistory_integration_tests.meta_station_hx"
 MODEL_PAGE = (1400, 2200)  # tall enough that the whole page (the app scrolls inside) is in one shot
 GRAPH_PAGE = (1400, 900)
 
@@ -184,7 +184,7 @@ def test_lineage_graph_draws_the_history_table_feeding_the_hx_model(
             pytest.fail(f"the lineage graph of {HX} was not drawn within {WAIT_MS // 1000} s", pytrace=False)
         nodes, edges = set(graph["nodes"]), {tuple(e) for e in graph["edges"]}
         # The check tells a drawn node from an absent one.
-        assert "model.lakehistory.no_such_model" not in nodes
+        assert "model.lakehistory_integration_tests.no_such_model" not in nodes
         for node in (HX, HISTORY):
             assert node in nodes, f"the lineage graph draws no {node}; it draws {sorted(nodes)}"
         assert (HISTORY, HX) in edges, f"the lineage graph draws no edge {HISTORY} -> {HX}; edges: {sorted(edges)}"

@@ -4,6 +4,7 @@ own table by writing one model file and a source entry: the README's steps, word
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -17,28 +18,6 @@ version: "1.0.0"
 config-version: 2
 profile: lakehistory
 
-# lakehistory's own demo content is not part of this project; its macros, tests and strategy are.
-models:
-  lakehistory:
-    +enabled: false
-seeds:
-  lakehistory:
-    +enabled: false
-snapshots:
-  lakehistory:
-    +enabled: false
-data_tests:
-  lakehistory:
-    +enabled: false
-sources:
-  lakehistory:
-    +enabled: false
-analyses:
-  lakehistory:
-    +enabled: false
-exposures:
-  lakehistory:
-    +enabled: false
 """
 
 SOURCES = """\
@@ -75,6 +54,21 @@ def test_another_project_gets_the_history_merge_from_one_model_and_a_source(lake
     (shop / "models" / "orders_history.sql").write_text(MODEL)
     project = DbtProject(shop, unique_schema("package"))
     project.run_ok("deps")
+    # The package brings macros and generic tests, nothing of its demo: no `+enabled: false` needed.
+    listed = project.run_ok("ls").result
+    assert sorted(listed) == ["shop.orders_history", "source:shop.shop_landing.orders"], listed
+
+    # Commands that only render SQL read no landing file and write no table: a batch that staging
+    # would refuse (its manifest is not JSON) stops none of them, and the schema stays empty.
+    refused = project.landing / "orders" / "b0"
+    refused.mkdir(parents=True)
+    (refused / "manifest.json").write_text("{ not json")
+    for command in (["parse"], ["ls"], ["compile"], ["docs", "generate"]):
+        project.run_ok(*command)
+    if project.schema in {row["namespace"] for row in project.rows("show schemas")}:
+        assert not project.rows("show tables in {schema}")
+    assert "b0" in project.run_fails("run"), "a run does read the landing"
+    shutil.rmtree(refused)
 
     t0 = dt.datetime(2024, 6, 1, 12, tzinfo=dt.UTC)
     columns = [

@@ -10,9 +10,9 @@ import datetime as dt
 import pytest
 
 from harness import DEMO_CONFIG, DEMO_EXTRACTS, DbtProject
-from lakehistory.generator import SourceSimulator, get_table
-from lakehistory.generator.batches import to_python
 from lakehistory.landing.batch import END, ONE_MS, START, TMAX
+from lakehistory_tools.generator import SourceSimulator, get_table
+from lakehistory_tools.generator.batches import to_python
 from oracle.fivetran import apply_stream, state_at
 from oracle.replay import replay_events, replay_states
 

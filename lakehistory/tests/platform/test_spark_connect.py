@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness import DbtProject, copy_project, unique_schema
-from lakehistory.generator import GeneratorConfig, generate
 from lakehistory.platform import connect_server
+from lakehistory_tools.generator import GeneratorConfig, generate
 
 pytestmark = pytest.mark.connect
 

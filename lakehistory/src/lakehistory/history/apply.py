@@ -239,34 +239,44 @@ def recover_transactions(
 ) -> None:
     """Entry point for `lakehistory.next_transaction` (snapshot captures and cleanups): record
     what any history table committed and the transactions table lacks, before a new id."""
-    _recover(spark, transactions, None, history_tables, invocation_id, uuid_sql)
+    _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql)
 
 
 def _recover(
     spark: SparkSession,
     transactions: str,
-    target: str | None,
+    target: str,
     history_tables: Sequence[str],
     invocation_id: str,
     uuid_sql: str,
-) -> tuple[ledger.Recorded | None, set[tuple[str, str]]]:
-    """Record unrecorded commits: of `target`, of the tables whose record this process could not
-    write, and once per invocation of every history table. Returns the transactions table's state
-    for `target` (checked last, so that its last id counts every other table's) and the batches
-    just recorded, as (source table, batch id)."""
+) -> tuple[ledger.Recorded, set[tuple[str, str]]]:
+    """Record unrecorded commits: of `target` and of the other tables (`_recover_others`).
+    Returns the transactions table's state for `target` (checked last, so that its last id counts
+    every other table's) and the batches just recorded, as (source table, batch id)."""
+    recovered = _recover_others(spark, transactions, {target}, history_tables, invocation_id, uuid_sql)
+    _unrecorded.discard(target)
+    state, txns = ledger.recover(spark, transactions, target, uuid_sql)
+    return state, {(t.source_table, t.batch_id) for t in recovered + txns}
+
+
+def _recover_others(
+    spark: SparkSession,
+    transactions: str,
+    skip: set[str],
+    history_tables: Sequence[str],
+    invocation_id: str,
+    uuid_sql: str,
+) -> list[ledger.Txn]:
+    """Record unrecorded commits of the tables whose record this process could not write, and
+    once per invocation of every history table, but those in `skip`."""
     tables = _unrecorded | (set() if invocation_id in _recovered_invocations else set(history_tables))
     recovered: list[ledger.Txn] = []
-    for table in sorted(tables - {target}):
+    for table in sorted(tables - skip):
         if spark.catalog.tableExists(table.replace("`", "")):
             recovered += ledger.recover(spark, transactions, table, uuid_sql)[1]
         _unrecorded.discard(table)
     _recovered_invocations.add(invocation_id)
-    state = None
-    if target is not None:
-        _unrecorded.discard(target)
-        state, txns = ledger.recover(spark, transactions, target, uuid_sql)
-        recovered += txns
-    return state, {(t.source_table, t.batch_id) for t in recovered}
+    return recovered
 
 
 def _pending(spark: SparkSession, staged: str, recovered: set[tuple[str, str]], first_key: str) -> list[Batch]:
@@ -443,17 +453,17 @@ def _changes(
 @contextmanager
 def _session_conf(spark: SparkSession, settings: dict[str, str]):
     """The Spark session settings for the statements of the block; the previous ones after it."""
-    before = {key: spark.conf.get(key, None) for key in settings}
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
+        for key, previous in before.items():
+            if previous is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, previous)
 
 
 def _stored(
@@ -570,7 +580,7 @@ def _key_range(group: list[Batch]) -> tuple[Any, Any]:
 
 def _own_commit(spark: SparkSession, target: str, txns: list[ledger.Txn]) -> ledger.Commit:
     """The commit the group just made (the table's latest), checked to be ours."""
-    latest = spark.sql(f"describe history {target} limit 1").first()
+    latest = spark.sql(f"describe history {target} limit 1").collect()[0]
     committed = ledger.committed_txns(latest["userMetadata"])
     if not committed or [t.txn_id for t in committed] != [t.txn_id for t in txns]:
         raise ledger.LedgerError(

@@ -216,7 +216,7 @@ def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
             F.coalesce(F.max(F.when(mine, F.col("txn_id"))), F.lit(0)).alias("history_last_id"),
             F.max(F.when(mine, F.col("delta_version"))).alias("delta_version"),
         )
-        .first()
+        .collect()[0]  # an aggregate: exactly one row
     )
     last_started = dt.datetime.fromisoformat(row["last_started"]) if row["last_started"] else None
     return Recorded(int(row["last_id"]), last_started, int(row["history_last_id"]), row["delta_version"])

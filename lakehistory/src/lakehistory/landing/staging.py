@@ -698,5 +698,5 @@ def stage_pending_batches(
     return staged.drop("_lh_bad_cell", "_lh_misuse")
 
 
-def spec_columns(columns: Sequence[tuple[str, str]]) -> tuple[Column, ...]:
+def spec_columns(columns: Sequence[Sequence[str]]) -> tuple[Column, ...]:
     return tuple(Column(name, sql_type) for name, sql_type in columns)

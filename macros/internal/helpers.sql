@@ -1,0 +1,25 @@
+{#- Helpers the package's macros share: lists, quoted column lists, join conditions. -#}
+
+{% macro _as_list(value) %}
+  {%- if value is none -%}{{ return([]) }}{%- endif -%}
+  {{ return([value] if value is string else value | list) }}
+{% endmacro %}
+
+
+{#- `a`.`x`, `a`.`y`, ... (or unqualified when alias is none) -#}
+{% macro _columns(names, alias) %}
+  {%- set quoted = [] -%}
+  {%- for name in names -%}
+    {%- do quoted.append((alias ~ '.' if alias else '') ~ adapter.quote(name)) -%}
+  {%- endfor -%}
+  {{- return(quoted | join(', ')) -}}
+{% endmacro %}
+
+
+{% macro _join_on(left, right, keys) %}
+  {%- set pairs = [] -%}
+  {%- for key in keys -%}
+    {%- do pairs.append(left ~ '.' ~ adapter.quote(key) ~ ' = ' ~ right ~ '.' ~ adapter.quote(key)) -%}
+  {%- endfor -%}
+  {{- return(pairs | join(' and ')) -}}
+{% endmacro %}

@@ -1,0 +1,171 @@
+"""`python -m lakehistory_tools.bench.statements`: where one history run spends its time.
+
+    python -m lakehistory_tools.bench.statements              # a 5-row batch on a 100k-row history table
+    python -m lakehistory_tools.bench.statements --rows 1000000 --batch-keys 10000 --runs 3
+
+Builds the benchmark's `obs_raw_history` table, then lands a small batch per run and runs the
+node through dbt. Every Spark action of the run (a query whose rows reach Python, a local
+checkpoint, a SQL command, the MERGE) is timed and listed in order with the function of the
+product that ran it, its Spark jobs and, for queries, a summary of its physical plan (shuffles,
+joins, windows, tables scanned): the statements a batch costs, and what each costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lakehistory.platform.paths import local_home
+from lakehistory_tools.bench import workload
+from lakehistory_tools.project import copy_demo_project
+
+HISTORY = "obs_raw_history"
+PLAN_NODES = ("Exchange", "SortMergeJoin", "BroadcastHashJoin", "BroadcastNestedLoopJoin", "Window", "Scan parquet")
+
+
+@dataclass
+class Action:
+    where: str  # the product function that ran it
+    what: str  # collect, localCheckpoint, sql, merge, ...
+    started: float  # time.perf_counter() when it began
+    seconds: float
+    jobs: int
+    plan: str = ""
+
+
+@dataclass
+class Recorder:
+    """Times the PySpark calls that run Spark jobs (classic PySpark, the embedded session)."""
+
+    spark: object
+    explain: Path | None = None  # where to append each query's full physical plan
+    actions: list[Action] = field(default_factory=list)
+    _depth: int = 0
+
+    def _job_count(self) -> int:
+        store = self.spark.sparkContext._jsc.sc().statusStore()
+        return int(store.jobsList(None).size())
+
+    def install(self) -> None:
+        from pyspark.sql import SparkSession
+        from pyspark.sql.classic.dataframe import DataFrame
+        from pyspark.sql.merge import MergeIntoWriter
+
+        for owner, name in (
+            (DataFrame, "collect"),
+            (DataFrame, "first"),
+            (DataFrame, "localCheckpoint"),
+            (DataFrame, "count"),
+            (MergeIntoWriter, "merge"),
+            (SparkSession, "sql"),
+        ):
+            setattr(owner, name, self._wrap(getattr(owner, name), name))
+
+    def _wrap(self, call, name: str):
+        recorder = self
+
+        def timed(target, *args, **kwargs):
+            if recorder._depth:  # an action inside another (e.g. `first` calls `collect`)
+                return call(target, *args, **kwargs)
+            recorder._depth += 1
+            jobs, started = recorder._job_count(), time.perf_counter()
+            try:
+                result = call(target, *args, **kwargs)
+            finally:
+                recorder._depth -= 1
+            seconds, jobs = time.perf_counter() - started, recorder._job_count() - jobs
+            # `spark.sql` runs a command (DDL, INSERT, DESCRIBE) at once; a query only when acted on
+            if name != "sql" or jobs or seconds > 0.05:
+                # (a query's plan once it ran: planning one here would add its cost to the next gap)
+                plan = _plan_summary(target, recorder.explain) if name not in ("sql", "merge") else ""
+                text = " ".join(str(args[0]).split())[:60] if name == "sql" and args else name
+                recorder.actions.append(Action(_caller(), text, started, seconds, jobs, plan))
+            return result
+
+        return timed
+
+
+def _caller() -> str:
+    """The innermost function of the product (not of the bench or PySpark) on the stack."""
+    for frame in inspect.stack()[2:]:
+        module = frame.frame.f_globals.get("__name__", "")
+        if module.startswith("lakehistory.") and not module.startswith("lakehistory_tools.bench"):
+            return f"{module.removeprefix('lakehistory.')}.{frame.function}"
+    return "dbt"
+
+
+def _plan_summary(frame, explain: Path | None) -> str:
+    try:
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+    except Exception:
+        return ""
+    if explain is not None:
+        with explain.open("a") as out:
+            out.write(f"== {_caller()} ==\n{plan}\n")
+    # an adaptive plan prints its final plan and then its initial one: count the final one
+    plan = plan.split("== Initial Plan ==")[0]
+    counts = {node: plan.count(node) for node in PLAN_NODES}
+    return ", ".join(f"{n} {node.lower().replace('scan parquet', 'scans')}" for node, n in counts.items() if n)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m lakehistory_tools.bench.statements", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--rows", type=int, default=100_000, help="history table rows (default 100000)")
+    parser.add_argument("--batch-keys", type=int, default=5, help="keys of each batch (default 5)")
+    parser.add_argument("--runs", type=int, default=2, help="batches, one run each; the last is listed (default 2)")
+    parser.add_argument("--out", type=Path, default=None, help="work folder (default $LAKEHISTORY_HOME/statements)")
+    parser.add_argument("--repository", type=Path, default=Path.cwd(), help="the lakehistory checkout (default: here)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    work = (args.out or local_home() / "statements").resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    os.environ["LAKEHISTORY_LAKEHOUSE"] = str(work / "lakehouse")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    from lakehistory_tools.bench.__main__ import Dbt
+
+    dbt = Dbt(copy_demo_project(args.repository, work / "project"))
+    dbt.deps()
+    schema, landing = "bench_statements", work / "landing"
+    workload.land_first_batch(landing)
+    dbt(schema, landing, "run", "--select", HISTORY)
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()
+    workload.fill_history(spark, schema, args.rows)
+    plan = workload.BatchPlan(workload.keys_for(args.rows), args.batch_keys)
+    recorder = Recorder(spark, work / "plans.txt")
+    recorder.install()
+    for r in range(1, args.runs + 1):
+        workload.land_small_round(landing, plan, r, args.batch_keys)
+        recorder.actions.clear()
+        recorder.explain.unlink(missing_ok=True)
+        began = time.perf_counter()
+        node = dbt.node_seconds(schema, landing, "run", HISTORY)
+    spent = sum(a.seconds for a in recorder.actions)
+    print(f"{HISTORY}: a {args.batch_keys}-key batch on {args.rows} rows, run {args.runs}: node {node:.2f}s")
+    print(f"{'at':>6} {'seconds':>8} {'jobs':>4}  {'function':<40} {'statement':<44} plan")
+    for a in recorder.actions:
+        print(f"{a.started - began:6.2f} {a.seconds:8.2f} {a.jobs:4d}  {a.where:<40} {a.what:<44} {a.plan}")
+    print(
+        f"       {spent:8.2f}       {len(recorder.actions)} statements; the rest of the node's time is dbt and"
+        " Python (the gaps between the `at` of one statement and the end of the one before)"
+    )
+    print(f"the physical plan of every query: {recorder.explain}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
