@@ -68,11 +68,10 @@ def test_seed_value_that_does_not_cast_names_column_and_row(dbt_project: DbtProj
     lines[2] = lines[2].rsplit(",", 1)[0] + ",tenth"  # data row 2: PCPN's precision
     seed.write_text("\n".join(lines) + "\n")
     project_file = dbt_project.project_dir / "dbt_project.yml"  # the seed's YAML already has its properties
+    text, anchor = project_file.read_text(), "seeds:\n  lakehistory_integration_tests:\n"
+    assert anchor in text, "the demo project configures its seeds here"
     project_file.write_text(
-        project_file.read_text().replace(
-            "seeds:\n  lakehistory:\n",
-            "seeds:\n  lakehistory:\n    platform_variables_seed:\n      +column_types: {precision: double}\n",
-        )
+        text.replace(anchor, anchor + "    platform_variables_seed:\n      +column_types: {precision: double}\n")
     )
     error = dbt_project.run_fails("seed")
     assert "'precision'" in error and "'tenth'" in error and "data row 2" in error, error
