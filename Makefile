@@ -8,7 +8,7 @@ DEMO_DIR := integration_tests
 DBT := $(BIN)/dbt --no-use-colors
 DBT_DEMO = --project-dir $(DEMO_DIR) --profiles-dir $(DEMO_DIR)
 
-.PHONY: demo test setup setup-test lint test-python test-slow test-connect docs bench clean
+.PHONY: demo test setup setup-test lint test-python test-adapter test-slow test-connect docs bench clean
 
 LANDING := $(LAKEHISTORY_HOME)/landing
 # The demo source: the five CRMP tables; meta_history and meta_vars arrive as daily full extracts
@@ -33,7 +33,7 @@ demo: setup
 	$(DBT) show $(DBT_DEMO) --select last_transaction_audit --limit 10
 	$(DBT) show $(DBT_DEMO) --select station_state_chain
 
-test: lint test-python test-connect
+test: lint test-python test-adapter test-connect
 
 setup:
 	@bash setup/bootstrap.sh
@@ -54,6 +54,11 @@ test-python: setup-test
 # The heaviest property-based runs (marker `slow`): about ten minutes more, outside CI's budget.
 test-slow: setup-test
 	$(BIN)/python -m pytest -m slow
+
+# dbt's adapter conformance suite (dbt-tests-adapter) on the sparksession adapter: a pytest run of
+# its own, since dbt's test framework brings its own fixtures and projects.
+test-adapter: setup
+	cd dbt-sparksession && $(BIN)/python -m pytest
 
 # A Spark Connect server of our own on 127.0.0.1, in a separate pytest process (the embedded
 # session of the other tests and a Connect client do not share one process).

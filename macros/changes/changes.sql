@@ -139,9 +139,17 @@ changes as (
 {#- The first version (SQL literal) of the transactions after `after_txn` of `operations` on
     `history`, or none: read when the model compiles, so the scans get a plain range predicate. -#}
 {% macro _first_pending_version(history, after_txn, operations=['batch']) %}
-  {#- not load_relation: the history model of this same run may have just created the table,
-      which dbt's relation cache does not know -#}
-  {%- set transactions = lakehistory.ensure_transactions_table() -%}
+  {%- if lakehistory._builds() -%}
+    {#- not load_relation: the history model of this same run may have just created the table,
+        which dbt's relation cache does not know -#}
+    {%- set transactions = lakehistory.ensure_transactions_table() -%}
+  {%- else -%}
+    {#- compile, docs: read what is there, create nothing -#}
+    {%- set transactions = lakehistory.transactions_relation() -%}
+    {%- if adapter.get_relation(transactions.database, transactions.schema, transactions.identifier) is none -%}
+      {{ return(none) }}
+    {%- endif -%}
+  {%- endif -%}
   {%- set row = run_query(
       "select min(txn_id), date_format(min(started_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ transactions
       ~ " where history_table = '" ~ (history | replace("'", "")) ~ "' and operation in ('" ~ (operations | join("', '"))

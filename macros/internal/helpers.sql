@@ -23,3 +23,10 @@
   {%- endfor -%}
   {{- return(pairs | join(' and ')) -}}
 {% endmacro %}
+
+
+{#- Whether this invocation builds: stages landed files and writes tables. `dbt compile`, `dbt docs
+    generate` and `dbt ls` render SQL only: they read no landing file and write no table. -#}
+{% macro _builds() %}
+  {{ return(execute and flags.WHICH not in ('compile', 'generate', 'list', 'ls', 'parse')) }}
+{% endmacro %}

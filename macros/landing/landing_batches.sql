@@ -30,7 +30,7 @@
   {%- endif -%}
   {%- set landed = lakehistory._landed_table(source_name, table_name) -%}
   {%- set view = '__lakehistory_pending__' ~ source_name ~ '__' ~ table_name -%}
-  {%- if not lakehistory._reads_landing() -%}
+  {%- if not lakehistory._builds() -%}
     {{ return(adapter.quote(view)) }}
   {%- endif -%}
   {%- do adapter.call_python('lakehistory.landing.staging:register_pending_batches', {
@@ -77,9 +77,3 @@
   {{ exceptions.raise_compiler_error("No source " ~ source_name ~ "." ~ table_name ~ " in the project.") }}
 {% endmacro %}
 
-
-{#- Whether this invocation stages landed files. `dbt compile`, `dbt docs generate` and `dbt ls`
-    render SQL only: they read no landing file and write no table. -#}
-{% macro _reads_landing() %}
-  {{ return(execute and flags.WHICH not in ('compile', 'generate', 'list', 'ls', 'parse')) }}
-{% endmacro %}

@@ -42,7 +42,7 @@
   {%- set landed = lakehistory._landed_table(source_name, table_name) -%}
   {%- set snapshot = lakehistory._snapshot_relation(snapshot_name) if snapshot_name else this -%}
   {%- set staged = lakehistory.staged_extract(snapshot) -%}
-  {%- if not lakehistory._reads_landing() -%}
+  {%- if not lakehistory._builds() -%}
     {{ return(staged) }}
   {%- endif -%}
   {%- do adapter.call_python('lakehistory.landing.extracts:stage_next_extract', {

@@ -21,36 +21,10 @@
 {% endmacro %}
 
 {% macro default__ensure_transactions_table() %}
+  {#- The layout is declared once, in Python (lakehistory.history.transactions), which also
+      refuses a table made by an earlier layout. -#}
   {%- set relation = lakehistory.transactions_relation() -%}
-  {%- call statement('lakehistory_transactions_table') -%}
-    create table if not exists {{ relation }} (
-        txn_id bigint not null comment 'Transaction id: 1, 2, 3, ... with no gaps, in commit order',
-        txn_uuid string not null comment 'Naksha uuid of the transaction: txn_id, start date, object type 0, database id',
-        operation string not null comment 'batch (a landed batch applied) or cleanup (old versions removed)',
-        source_table string comment 'The landed table the batch belongs to',
-        history_table string not null comment 'The history table the transaction changed',
-        batch_id string comment 'The batch (its folder name in the landing root)',
-        batch_sequence bigint comment 'The batch order within its table',
-        author string comment 'Who made the change (the batch manifest)',
-        app_id string comment 'The application that made the change (the batch manifest)',
-        commit_message string comment 'Optional message of the batch manifest',
-        started_at timestamp not null comment 'When applying the batch started',
-        committed_at timestamp not null comment 'When the batch was committed',
-        rows_in bigint not null comment 'Rows in the batch files (replace, update, delete, earliest)',
-        versions_opened bigint not null comment 'History rows opened (valid_from = txn_id)',
-        versions_closed bigint not null comment 'History rows closed (valid_to = txn_id)',
-        rows_overlap_deleted bigint not null comment 'Rows removed from the Fivetran view by the overlap delete (rule 7)',
-        rows_purged bigint not null comment 'Closed versions physically removed (cleanup)',
-        delta_version bigint not null comment 'The Delta version of the history table this transaction committed'
-    ) using delta
-  {%- endcall -%}
-  {#- A table made by an earlier layout (before operation and rows_purged) cannot take new rows. -#}
-  {%- set stored = adapter.get_columns_in_relation(relation) | map(attribute='name') | list -%}
-  {%- if 'operation' not in stored or 'rows_purged' not in stored -%}
-    {{ exceptions.raise_compiler_error(
-        relation ~ " was made by an earlier version of lakehistory (it lacks operation and rows_purged)."
-        ~ " Rebuild from the landed batches: drop it and the history tables (for the demo: make clean), then run dbt build.") }}
-  {%- endif -%}
+  {%- do adapter.call_python('lakehistory.history.transactions:ensure_transactions_table', {'relation': relation | string}) -%}
   {{ return(relation) }}
 {% endmacro %}
 
@@ -84,7 +58,6 @@
 {% endmacro %}
 
 {% macro default__transaction_columns() %}
-  {{ return('txn_id, txn_uuid, operation, source_table, history_table, batch_id, batch_sequence, author, app_id,'
-      ~ ' commit_message, started_at, committed_at, rows_in, versions_opened, versions_closed,'
-      ~ ' rows_overlap_deleted, rows_purged, delta_version') }}
+  {%- if not execute -%}{{ return('') }}{%- endif -%}
+  {{ return(adapter.call_python('lakehistory.history.transactions:column_list', {})) }}
 {% endmacro %}

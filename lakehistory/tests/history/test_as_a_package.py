@@ -8,6 +8,8 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from harness import REPO_ROOT, DbtProject, unique_schema
 from lakehistory.landing.batch import TMAX, Batch, Column
 from lakehistory.landing.writer import write_batch
@@ -45,38 +47,33 @@ select * from {{ lakehistory.landing_batches('shop_landing', 'orders') }}
 """
 
 
-def test_another_project_gets_the_history_merge_from_one_model_and_a_source(lakehouse: Path, tmp_path: Path) -> None:
-    shop = tmp_path / "shop"
+EVENTS = """\
+{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}
+
+{{ lakehistory.event_history(ref('orders_history')) }}
+"""
+
+
+@pytest.fixture(scope="module")
+def shop(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    """The README's project: one source entry, one history model (and an event history over it),
+    with one batch applied."""
+    shop = tmp_path_factory.mktemp("package") / "shop"
     (shop / "models").mkdir(parents=True)
     (shop / "dbt_project.yml").write_text(DBT_PROJECT)
     (shop / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
     (shop / "models" / "_shop_landing__sources.yml").write_text(SOURCES)
     (shop / "models" / "orders_history.sql").write_text(MODEL)
+    (shop / "models" / "orders_events.sql").write_text(EVENTS)
     project = DbtProject(shop, unique_schema("package"))
     project.run_ok("deps")
-    # The package brings macros and generic tests, nothing of its demo: no `+enabled: false` needed.
-    listed = project.run_ok("ls").result
-    assert sorted(listed) == ["shop.orders_history", "source:shop.shop_landing.orders"], listed
+    write_batch(project.landing, order_batch("b1", 1))
+    project.run_ok("run")
+    return project
 
-    # Commands that only render SQL read no landing file and write no table: a batch that staging
-    # would refuse (its manifest is not JSON) stops none of them, and the schema stays empty.
-    refused = project.landing / "orders" / "b0"
-    refused.mkdir(parents=True)
-    (refused / "manifest.json").write_text("{ not json")
-    for command in (["parse"], ["ls"], ["compile"], ["docs", "generate"]):
-        project.run_ok(*command)
-    if project.schema in {row["namespace"] for row in project.rows("show schemas")}:
-        assert not project.rows("show tables in {schema}")
-    assert "b0" in project.run_fails("run"), "a run does read the landing"
-    shutil.rmtree(refused)
 
+def order_batch(batch_id: str, sequence: int) -> Batch:
     t0 = dt.datetime(2024, 6, 1, 12, tzinfo=dt.UTC)
-    columns = [
-        Column("order_id", "bigint"),
-        Column("shop", "string"),
-        Column("status", "string"),
-        Column("total", "decimal(10,2)"),
-    ]
     row = {
         "order_id": 7,
         "shop": "north",
@@ -87,27 +84,59 @@ def test_another_project_gets_the_history_merge_from_one_model_and_a_source(lake
         "_fivetran_active": True,
         "_fivetran_synced": t0,
     }
-    write_batch(
-        project.landing,
-        Batch(
-            table="orders",
-            batch_id="b1",
-            sequence=1,
-            key=["order_id", "shop"],
-            columns=columns,
-            replace=[row],
-            author="shop-sync",
-        ),
+    columns = [
+        Column("order_id", "bigint"),
+        Column("shop", "string"),
+        Column("status", "string"),
+        Column("total", "decimal(10,2)"),
+    ]
+    return Batch(
+        table="orders",
+        batch_id=batch_id,
+        sequence=sequence,
+        key=["order_id", "shop"],
+        columns=columns,
+        replace=[row],
+        author="shop-sync",
     )
-    project.run_ok("run", "--select", "orders_history")
 
-    rows = project.rows("select * from {schema}.orders_history")
+
+def test_another_project_gets_the_history_merge_from_one_model_and_a_source(shop: DbtProject) -> None:
+    rows = shop.rows("select * from {schema}.orders_history")
     assert len(rows) == 1
     (stored,) = rows
     stored_values = (stored["order_id"], stored["shop"], stored["status"], str(stored["total"]))
     assert stored_values == (7, "north", "placed", "19.90")
     assert stored["_fivetran_active"] is True and stored["valid_from"] == 1
-    (txn,) = project.rows("select * from {schema}.lakehistory_transactions")
+    (txn,) = shop.rows("select * from {schema}.lakehistory_transactions")
     recorded = (txn["batch_id"], txn["author"], txn["source_table"], txn["versions_opened"])
     assert recorded == ("b1", "shop-sync", "orders", 1)
+    assert [r["_hist_event"] for r in shop.rows("select * from {schema}.orders_events")] == [1]
     assert textwrap.dedent(MODEL) in (REPO_ROOT / "README.md").read_text(), "the README shows this model file"
+
+
+def test_the_package_brings_no_nodes_of_its_own(shop: DbtProject) -> None:
+    listed = shop.run_ok("ls").result
+    expected = ["shop.orders_events", "shop.orders_history", "source:shop.shop_landing.orders"]
+    assert sorted(listed) == expected, listed
+
+
+def test_commands_that_render_sql_read_no_landing_file_and_write_no_table(shop: DbtProject) -> None:
+    """A pending batch that staging refuses (its manifest is not JSON) stops none of them, and
+    every table keeps its Delta version; `dbt run` does read it, and names it."""
+
+    def versions() -> dict[str, int]:
+        tables = [r["tableName"] for r in shop.rows("show tables in {schema}") if not r["isTemporary"]]
+        return {t: shop.rows(f"describe history {{schema}}.`{t}` limit 1")[0]["version"] for t in tables}
+
+    before = versions()
+    refused = shop.landing / "orders" / "b2"
+    refused.mkdir(parents=True)
+    (refused / "manifest.json").write_text("{ not json")
+    try:
+        for command in (["parse"], ["ls"], ["compile"], ["docs", "generate"]):
+            shop.run_ok(*command)
+        assert versions() == before
+        assert "b2" in shop.run_fails("run")
+    finally:
+        shutil.rmtree(refused)

@@ -21,32 +21,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
+from lakehistory.history.transactions import column_list
+
 COMMIT_KEY = "lakehistory"
 COMMIT_FORMAT = 1
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 NEW_TRANSACTIONS_VIEW = "__lh_new_transactions"
 
-# The transactions table's columns, in order (see macros/history/transactions_relation.sql).
-COLUMNS = (
-    "txn_id",
-    "txn_uuid",
-    "operation",
-    "source_table",
-    "history_table",
-    "batch_id",
-    "batch_sequence",
-    "author",
-    "app_id",
-    "commit_message",
-    "started_at",
-    "committed_at",
-    "rows_in",
-    "versions_opened",
-    "versions_closed",
-    "rows_overlap_deleted",
-    "rows_purged",
-    "delta_version",
-)
 _ROW_SCHEMA = StructType(
     [
         StructField("txn_id", LongType()),
@@ -168,7 +149,7 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
     frame = spark.createDataFrame(rows, _ROW_SCHEMA)
     frame.withColumn("started_at", frame["started_at"].cast("timestamp")).createOrReplaceTempView(NEW_TRANSACTIONS_VIEW)
     spark.sql(f"""
-        insert into {transactions} ({", ".join(COLUMNS)})
+        insert into {transactions} ({column_list(spark)})
         select
             txn_id,
             {uuid_sql},

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .staging import _first_line, _typed, read_csv
+from .rows import read_csv, typed
+from .spec import first_line
 
 EXTRACTED_AT, EXTRACTED_BY = "extracted_at", "extracted_by"
 
@@ -79,7 +80,7 @@ def read_extract(
         raw = read_csv(spark, path)
         present = raw.columns
     except Exception as exc:
-        raise fail(f"cannot be read: {_first_line(exc)}") from exc
+        raise fail(f"cannot be read: {first_line(exc)}") from exc
     wanted = [c for c, _ in columns] + [EXTRACTED_AT, EXTRACTED_BY]
     if missing := [c for c in wanted if c not in present]:
         raise fail(f"lacks column(s) {', '.join(missing)}")
@@ -91,7 +92,7 @@ def read_extract(
     bad_cell = F.coalesce(
         *[
             F.when(
-                F.col(f"`{c}`").isNotNull() & _typed(F.col(f"`{c}`"), t).isNull(),
+                F.col(f"`{c}`").isNotNull() & typed(F.col(f"`{c}`"), t).isNull(),
                 F.concat(F.lit(f"column {c}: {t} expected, found "), F.to_json(F.array(F.col(f"`{c}`")))),
             )
             for c, t in types.items()
@@ -106,10 +107,10 @@ def read_extract(
     try:
         first = problems.orderBy("_lh_row").limit(1).collect()
     except Exception as exc:
-        raise fail(f"cannot be read: {_first_line(exc)}") from exc
+        raise fail(f"cannot be read: {first_line(exc)}") from exc
     if first:
         raise fail(f"data row {first[0]._lh_row}: {first[0].problem}")
-    typed = numbered.select(*[_typed(F.col(f"`{c}`"), t).alias(c) for c, t in types.items()], "_lh_row")
+    typed = numbered.select(*[typed(F.col(f"`{c}`"), t).alias(c) for c, t in types.items()], "_lh_row")
     duplicates = typed.groupBy(*key).agg(F.min("_lh_row").alias("_lh_row"), F.count("*").alias("n")).where("n > 1")
     if dup := duplicates.orderBy("_lh_row").limit(1).collect():
         shown = ", ".join(f"{k}={dup[0][k]}" for k in key)

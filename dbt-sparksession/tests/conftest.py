@@ -1,0 +1,55 @@
+"""dbt's adapter test framework (`dbt.tests.fixtures.project`) on the `sparksession` adapter: one
+embedded Spark session with Delta Lake for the whole run, its warehouse and Derby metastore in a
+temporary folder. Each test class gets its own project and schema from the framework."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["dbt.tests.fixtures.project"]
+
+# The Delta Lake jars that the repository's setup caches (setup/bootstrap.sh).
+JARS = ("io.delta_delta-spark_4.2_2.13-4.4.0.jar", "io.delta_delta-storage-4.4.0.jar")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ["TZ"] = "UTC"  # PySpark hands timestamps to Python in the process's time zone
+    time.tzset()
+
+
+@pytest.fixture(scope="session")
+def dbt_profile_target(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    home = Path(os.environ.get("LAKEHISTORY_HOME") or Path(__file__).resolve().parents[2] / ".local")
+    jars = [home / "jars" / name for name in JARS]
+    missing = [str(jar) for jar in jars if not jar.is_file()]
+    if missing:
+        raise FileNotFoundError(f"Delta Lake jars not found: {', '.join(missing)} (run `make setup` first)")
+    lakehouse = tmp_path_factory.mktemp("lakehouse")
+    return {
+        "type": "sparksession",
+        "method": "session",
+        "host": "embedded",
+        "threads": 1,
+        "server_side_parameters": {
+            "spark.master": "local[2]",
+            "spark.driver.memory": "4g",
+            "spark.jars": ",".join(str(jar) for jar in jars),
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            "spark.sql.sources.default": "delta",
+            "spark.sql.warehouse.dir": str(lakehouse / "warehouse"),
+            "spark.hadoop.javax.jdo.option.ConnectionURL": (
+                f"jdbc:derby:;databaseName={lakehouse}/metastore_db;create=true"
+            ),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={lakehouse}",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+        },
+    }

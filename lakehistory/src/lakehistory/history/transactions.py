@@ -1,0 +1,72 @@
+"""The transactions table's layout, declared once. The macros create it and list its columns from
+here (`lakehistory.ensure_transactions_table`, `lakehistory.transaction_columns`, through
+`adapter.call_python`), and the engine writes its rows in this order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from lakehistory.history.sql import q
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    sql_type: str
+    required: bool
+    comment: str
+
+
+LAYOUT = (
+    Field("txn_id", "bigint", True, "Transaction id: 1, 2, 3, ... with no gaps, in commit order"),
+    Field("txn_uuid", "string", True, "Naksha uuid of the transaction: txn_id, start date, object type 0, database id"),
+    Field("operation", "string", True, "batch (a landed batch applied), snapshot (an extract captured) or cleanup"),
+    Field("source_table", "string", False, "The landed table the batch belongs to"),
+    Field("history_table", "string", True, "The history table the transaction changed"),
+    Field("batch_id", "string", False, "The batch (its folder name in the landing root)"),
+    Field("batch_sequence", "bigint", False, "The batch order within its table"),
+    Field("author", "string", False, "Who made the change (the batch manifest)"),
+    Field("app_id", "string", False, "The application that made the change (the batch manifest)"),
+    Field("commit_message", "string", False, "Optional message of the batch manifest"),
+    Field("started_at", "timestamp", True, "When applying the batch started"),
+    Field("committed_at", "timestamp", True, "When the batch was committed"),
+    Field("rows_in", "bigint", True, "Rows in the batch files (replace, update, delete, earliest)"),
+    Field("versions_opened", "bigint", True, "History rows opened (valid_from = txn_id)"),
+    Field("versions_closed", "bigint", True, "History rows closed (valid_to = txn_id)"),
+    Field("rows_overlap_deleted", "bigint", True, "Rows removed from the Fivetran view by the overlap delete (rule 7)"),
+    Field("rows_purged", "bigint", True, "Closed versions physically removed (cleanup)"),
+    Field("delta_version", "bigint", True, "The Delta version of the history table this transaction committed"),
+)
+COLUMNS = tuple(field.name for field in LAYOUT)
+
+
+class TransactionsLayoutError(RuntimeError):
+    """The transactions table was made by another layout: new rows cannot go into it."""
+
+
+def create_sql(relation: str) -> str:
+    fields = ",\n    ".join(
+        f"{q(f.name)} {f.sql_type}{' not null' if f.required else ''} comment '{f.comment}'" for f in LAYOUT
+    )
+    return f"create table if not exists {relation} (\n    {fields}\n) using delta"
+
+
+def ensure_transactions_table(spark: SparkSession, relation: str) -> None:
+    """Entry point for `lakehistory.ensure_transactions_table`: create the table when missing;
+    refuse one whose columns are not this layout's."""
+    spark.sql(create_sql(relation))
+    stored = set(spark.table(relation).columns)
+    missing = [name for name in COLUMNS if name not in stored]
+    if missing:
+        raise TransactionsLayoutError(
+            f"{relation} was made by an earlier version of lakehistory (it lacks {', '.join(missing)})."
+            " Rebuild from the landed batches: drop it and the history tables (for the demo: make clean),"
+            " then run dbt build."
+        )
+
+
+def column_list(spark: SparkSession) -> str:
+    """Entry point for `lakehistory.transaction_columns`: the columns, in order, for an insert."""
+    return ", ".join(q(name) for name in COLUMNS)

@@ -1,0 +1,196 @@
+"""The manifests of a landed table's batches: read, checked, and which of them are pending."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+from .batch import Column
+from .spec import KINDS, SAFE_NAME, SCHEMA_OPS, TableSpec, batch_error, spark_type
+
+MANIFEST_SCHEMA = StructType(
+    [
+        StructField("format_version", LongType()),
+        StructField("table", StringType()),
+        StructField("batch_id", StringType()),
+        StructField("sequence", LongType()),
+        StructField("key", ArrayType(StringType())),
+        StructField("null_string", StringType()),
+        StructField("unmodified_string", StringType()),
+        StructField("author", StringType()),
+        StructField("app_id", StringType()),
+        StructField("commit_message", StringType()),
+        StructField("deleted_column", StringType()),
+        StructField("truncate", StructType([StructField("mode", StringType()), StructField("before", StringType())])),
+        StructField(
+            "schema_changes",
+            ArrayType(
+                StructType(
+                    [
+                        StructField("op", StringType()),
+                        StructField("column", StringType()),
+                        StructField("type", StringType()),
+                        StructField("default", StringType()),
+                        StructField("at", StringType()),
+                    ]
+                )
+            ),
+        ),
+        StructField(
+            "files",
+            ArrayType(
+                StructType(
+                    [
+                        StructField("kind", StringType()),
+                        StructField("path", StringType()),
+                        StructField("format", StringType()),
+                        StructField("compression", StringType()),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What the transactions table says about a table: applied batch ids and the last sequence."""
+
+    batch_ids: frozenset[str]
+    last_sequence: int | None
+
+
+def read_manifests(spark: SparkSession, landing_root: str, table: str) -> list[dict]:
+    """Every batch folder of the table with its manifest (None where the manifest is missing)."""
+    base = f"{landing_root.rstrip('/')}/{table}"
+    try:
+        files = spark.read.format("binaryFile").load(f"{base}/*/*").select("path")
+        folders = sorted({row.path.rsplit("/", 2)[-2] for row in files.collect()})
+    except Exception as exc:  # no folder for the table yet: nothing to stage
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return []
+        raise
+    manifests: dict[str, dict] = {}
+    if folders:
+        frame = spark.read.option("multiLine", True).schema(MANIFEST_SCHEMA).json(f"{base}/*/manifest.json")
+        for row in frame.withColumn("_path", F.col("_metadata.file_path")).collect():
+            manifests[row["_path"].rsplit("/", 2)[-2]] = {**row.asDict(recursive=True), "_folder": f"{base}"}
+    return [
+        manifests.get(folder, {"_missing": True, "_folder_name": folder}) | {"_folder_name": folder}
+        for folder in folders
+    ]
+
+
+def _check_manifest(manifest: dict, spec: TableSpec) -> None:
+    folder = manifest["_folder_name"]
+    if manifest.get("_missing"):
+        raise batch_error(
+            folder, f"folder {spec.table}/{folder} has files but no manifest.json (incomplete or not a batch)"
+        )
+    if not SAFE_NAME.match(folder):
+        raise batch_error(folder, "a batch id may hold only letters, digits and _ . = -")
+    for field in ("table", "batch_id", "sequence", "key", "null_string", "unmodified_string", "files"):
+        if manifest.get(field) in (None, ""):
+            raise batch_error(folder, f"manifest.json lacks {field!r}")
+    if manifest["batch_id"] != folder:
+        raise batch_error(folder, f"manifest.json names batch {manifest['batch_id']!r}, but its folder is {folder!r}")
+    if manifest["table"] != spec.table:
+        raise batch_error(
+            folder, f"manifest.json is for table {manifest['table']!r}, but this history table is {spec.table!r}"
+        )
+    if tuple(manifest["key"]) != spec.key:
+        raise batch_error(folder, f"key {manifest['key']} does not match the table's key {list(spec.key)}")
+    if manifest["null_string"] == manifest["unmodified_string"]:
+        raise batch_error(folder, "null_string and unmodified_string must differ")
+    truncate = manifest.get("truncate")
+    if truncate and (truncate.get("mode") not in ("hard", "soft") or not truncate.get("before")):
+        raise batch_error(folder, f"truncate needs mode 'hard' or 'soft' and a 'before' timestamp, not {truncate}")
+    for entry in manifest["files"]:
+        if entry.get("kind") not in KINDS:
+            raise batch_error(
+                folder, f"file {entry.get('path')!r} has kind {entry.get('kind')!r}; expected one of {KINDS}"
+            )
+
+
+def _check_schema_change(folder: str, index: int, change: dict, spec: TableSpec) -> None:
+    where = f"schema_changes[{index}]"
+    if change.get("op") not in SCHEMA_OPS:
+        raise batch_error(folder, f"{where} has op {change.get('op')!r}; expected one of {SCHEMA_OPS}")
+    if not change.get("column") or not change.get("at"):
+        raise batch_error(folder, f"{where} ({change['op']}) needs a 'column' and an 'at' timestamp")
+    column = change["column"]
+    if column in spec.key or column.startswith("_fivetran_") or column.startswith("_lh_"):
+        raise batch_error(folder, f"{where} ({change['op']} {column}): only a data column can be added or dropped")
+    if change["op"] == "add_column":
+        if not change.get("type"):
+            raise batch_error(folder, f"{where} (add_column {column}) needs a 'type'")
+        try:
+            spark_type(change["type"])
+        except Exception as exc:
+            raise batch_error(
+                folder, f"{where} (add_column {column}): {change['type']!r} is not a Spark SQL type"
+            ) from exc
+
+
+def with_migrations(spec: TableSpec, manifests: list[dict]) -> TableSpec:
+    """The table's columns once every landed schema change is counted (rule 17): a column an
+    `add_column` brings joins the table with the change's type (a column the source declares
+    must be declared with that type), and every added or dropped column may be absent from files."""
+    declared = {c.name: c for c in spec.columns}
+    added: dict[str, Column] = {}
+    migrated = set(spec.migrated)
+    for manifest in sorted((m for m in manifests if not m.get("_missing")), key=lambda m: m.get("sequence") or 0):
+        for index, change in enumerate(manifest.get("schema_changes") or [], start=1):
+            _check_schema_change(manifest["_folder_name"], index, change, spec)
+            name = change["column"]
+            migrated.add(name)
+            if change["op"] != "add_column":
+                continue
+            known = declared.get(name) or added.get(name)
+            if known is None:
+                added[name] = Column(name, change["type"])
+            elif spark_type(known.type) != spark_type(change["type"]):
+                raise batch_error(
+                    manifest["_folder_name"],
+                    f"schema_changes[{index}] adds {name} as {change['type']}, but the table has it as {known.type}",
+                )
+    return TableSpec(spec.table, spec.key, spec.columns + tuple(added.values()), frozenset(migrated))
+
+
+def pending_manifests(manifests: list[dict], spec: TableSpec, applied: Applied) -> list[dict]:
+    """The batches to apply, in batch order, after checking every manifest."""
+    pending = []
+    for manifest in manifests:
+        _check_manifest(manifest, spec)
+        if manifest["batch_id"] not in applied.batch_ids:
+            pending.append(manifest)
+    pending.sort(key=lambda m: m["sequence"])
+    for earlier, later in zip(pending, pending[1:]):
+        if earlier["sequence"] == later["sequence"]:
+            raise batch_error(
+                later["batch_id"], f"has the same sequence {later['sequence']} as batch {earlier['batch_id']}"
+            )
+    if pending and applied.last_sequence is not None and pending[0]["sequence"] <= applied.last_sequence:
+        first = pending[0]
+        raise batch_error(
+            first["batch_id"],
+            f"sequence {first['sequence']} is not after the last applied sequence {applied.last_sequence}; "
+            "a batch older than one already applied cannot be applied",
+        )
+    return pending
+
+
+def applied_batches(spark: SparkSession, transactions: str | None, table: str) -> Applied:
+    """Read the transactions table (None or missing: nothing applied yet)."""
+    if transactions is None or not spark.catalog.tableExists(transactions):
+        return Applied(frozenset(), None)
+    recorded = spark.table(transactions)
+    applied = recorded.where(F.col("source_table") == F.lit(table))
+    if "operation" in recorded.columns:  # (a table of an earlier layout is refused by the merge, by name)
+        applied = applied.where(F.col("operation") == "batch")  # not a snapshot's capture of the same table
+    rows = applied.select("batch_id", "batch_sequence").collect()
+    return Applied(frozenset(r.batch_id for r in rows), max((r.batch_sequence for r in rows), default=None))

@@ -1,0 +1,102 @@
+"""What a history table expects of its batches (`TableSpec`), and the error a bad batch raises."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
+
+from .batch import ACTIVE, EARLIEST, END, START, SYNCED, Column
+
+KINDS = ("replace", "update", "delete", "earliest")
+SCHEMA_OPS = ("add_column", "drop_column")
+
+
+# Staging adds `_lh_*` columns to every row (see TableSpec.staged_schema); the history merge reads
+# them and the history table never stores them. These repeat the batch's manifest on each row.
+BATCH_META = (
+    "_lh_source_table",
+    "_lh_batch_id",
+    "_lh_sequence",
+    "_lh_has_earliest_file",
+    "_lh_deleted_column",
+    "_lh_author",
+    "_lh_app_id",
+    "_lh_commit_message",
+    "_lh_truncate_mode",
+    "_lh_truncate_before",
+)
+
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
+INTEGER_TYPES = {"tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte"}
+
+
+class BatchError(ValueError):
+    """Bad input in a landed batch. Nothing of the run has been applied."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What a history table expects of its batches."""
+
+    table: str
+    key: tuple[str, ...]
+    columns: tuple[Column, ...]  # key and data columns with Spark SQL types; no system columns
+    # Columns a schema change adds or drops (rule 17): files from before the add or after the drop
+    # may lack them, and their cells are then NULL.
+    migrated: frozenset[str] = frozenset()
+
+    @property
+    def data_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.name not in self.key)
+
+    def staged_schema(self) -> StructType:
+        """The typed staging schema, also what an empty run returns."""
+        fields = [StructField(c.name, spark_type(c.type)) for c in self.columns]
+        fields += [
+            StructField(START, spark_type("timestamp")),
+            StructField(END, spark_type("timestamp")),
+            StructField(ACTIVE, BooleanType()),
+            StructField(SYNCED, spark_type("timestamp")),
+            StructField(EARLIEST, BooleanType()),
+            StructField("_lh_unmodified", ArrayType(StringType())),
+            StructField("_lh_source_table", StringType()),
+            StructField("_lh_kind", StringType()),
+            StructField("_lh_batch_id", StringType()),
+            StructField("_lh_sequence", LongType()),
+            StructField("_lh_ordinal", LongType()),
+            StructField("_lh_has_earliest_file", BooleanType()),
+            StructField("_lh_deleted_column", StringType()),
+            StructField("_lh_author", StringType()),
+            StructField("_lh_app_id", StringType()),
+            StructField("_lh_commit_message", StringType()),
+            StructField("_lh_truncate_mode", StringType()),
+            StructField("_lh_truncate_before", spark_type("timestamp")),
+            StructField("_lh_change_op", StringType()),
+            StructField("_lh_change_column", StringType()),
+            StructField("_lh_file", StringType()),
+            StructField("_lh_row", LongType()),
+        ]
+        return StructType(fields)
+
+
+def spark_type(sql_type: str):
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(sql_type)
+
+
+def batch_error(batch: str, message: str) -> BatchError:
+    return BatchError(f"Batch {batch}: {message}")
+
+
+def first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+def spec_columns(columns: Sequence[Sequence[str]]) -> tuple[Column, ...]:
+    return tuple(Column(name, sql_type) for name, sql_type in columns)
