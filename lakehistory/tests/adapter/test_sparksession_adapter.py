@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from dbt.adapters.sparksession.impl import SparkSessionAdapter, _seed_cell
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import CompilationError
 
 from harness import REPO_ROOT, DbtProject
 from lakehistory.platform import jars
@@ -34,12 +34,12 @@ def test_strategy_found_in_an_installed_package() -> None:
 
 def test_strategy_in_two_packages_is_ambiguous() -> None:
     context = {"a": {"get_incremental_x_sql": object()}, "b": {"get_incremental_x_sql": object()}}
-    with pytest.raises(DbtRuntimeError, match=r"several packages \(a, b\)"):
+    with pytest.raises(CompilationError, match=r"several packages \(a, b\)"):
         lookup(context, "x")
 
 
 def test_unknown_strategy_names_itself_and_the_builtins() -> None:
-    with pytest.raises(DbtRuntimeError, match=r"'nope'.*get_incremental_nope_sql.*append, merge"):
+    with pytest.raises(CompilationError, match=r"'nope'.*get_incremental_nope_sql.*append, merge"):
         lookup({}, "nope")
 
 
@@ -92,6 +92,7 @@ def test_unknown_custom_strategy_is_a_clear_error(dbt_project: DbtProject) -> No
     )
     error = dbt_project.run_fails("run", "--select", "odd_strategy")
     assert "no_such_strategy" in error and "get_incremental_no_such_strategy_sql" in error, error
+    assert "Compilation Error" in error, "an unknown strategy is a compilation error, as in dbt itself"
 
 
 def test_python_model_error_names_the_model(dbt_project: DbtProject) -> None:

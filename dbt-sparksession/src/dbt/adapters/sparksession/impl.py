@@ -15,7 +15,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt.adapters.sparksession.connections import SparkSessionConnectionManager
 from dbt.adapters.sparksession.python_job import SessionPythonJobHelper
 from dbt.adapters.sparksession.session import active_session
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 
 def _seed_cell(value: Any) -> str | None:
@@ -132,12 +132,13 @@ class SparkSessionAdapter(SparkAdapter):
         }
         if len(found) == 1:
             return next(iter(found.values()))
+        # A model that names a strategy nobody defines is a compilation error, as in dbt itself.
         if found:
-            raise DbtRuntimeError(
+            raise CompilationError(
                 f"Incremental strategy {strategy!r} is defined by several packages ({', '.join(sorted(found))}); "
                 f"define {macro_name} in your project to choose one."
             )
-        raise DbtRuntimeError(
+        raise CompilationError(
             f"Unknown incremental strategy {strategy!r}: no macro named {macro_name} in the project or its "
             f"packages. Built-in strategies: {', '.join(self.valid_incremental_strategies())}."
         )
