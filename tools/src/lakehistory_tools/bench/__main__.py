@@ -14,7 +14,8 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from lakehistory.platform.paths import local_home
@@ -183,10 +184,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             landing = work / "landing" / schema
             workload.land_round(landing, plans[rows], r)
             staged = workload.read_landed_batch(spark, landing, f"bench-{r:04d}")
-            node = ("batch_cost", lambda s=schema, lnd=landing: dbt.node_seconds(s, lnd, "run", HISTORY))
-            steps = [node]
+            steps: list[tuple[str, Callable[[], object]]] = [
+                ("batch_cost", partial(dbt.node_seconds, schema, landing, "run", HISTORY))
+            ]
             if rows == args.compare_at:
-                steps.append(("hand_written", lambda s=staged: workload.apply_by_hand(spark, s, fivetran)))
+                steps.append(("hand_written", partial(workload.apply_by_hand, spark, staged, fivetran)))
             for measure, step in steps if r % 2 else reversed(steps):
                 meter.measure(measure, rows, r, step, batch_keys=args.batch_keys)
             if rows == args.compare_at:
@@ -195,8 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workload.land_small_round(landing, plans[rows], r, args.small_keys)
                 small = workload.read_landed_batch(spark, landing, f"bench-{r:04d}-small")
                 steps = [
-                    ("small_batch", lambda s=schema, lnd=landing: dbt.node_seconds(s, lnd, "run", HISTORY)),
-                    ("small_hand_written", lambda s=small: workload.apply_by_hand(spark, s, fivetran)),
+                    ("small_batch", partial(dbt.node_seconds, schema, landing, "run", HISTORY)),
+                    ("small_hand_written", partial(workload.apply_by_hand, spark, small, fivetran)),
                 ]
                 for measure, step in steps if r % 2 else reversed(steps):
                     meter.measure(measure, rows, r, step, batch_keys=args.small_keys)
@@ -205,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "dbt_snapshot",
                     rows,
                     r,
-                    lambda s=schema, lnd=landing: dbt.node_seconds(s, lnd, "snapshot", SNAPSHOT),
+                    partial(dbt.node_seconds, schema, landing, "snapshot", SNAPSHOT),
                     batch_keys=args.batch_keys,
                 )
         # A backlog of pending batches applied by one run, against one such batch (in batch order:
@@ -220,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 measure,
                 args.scales[0],
                 r,
-                lambda lnd=landing: dbt.node_seconds(backlog_schema, lnd, "run", HISTORY),
+                partial(dbt.node_seconds, backlog_schema, landing, "run", HISTORY),
                 batches=count,
                 batch_rows=args.backlog_rows,
             )
@@ -277,17 +279,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_of = f"lakehistory.as_of(ref('{HISTORY}'), {OLD_VERSION})"
     old_sql = dbt.compile(schema, landing, query.format("{{ " + as_of + " }}"))
     now_sql = dbt.compile(schema, landing, query.format("{{ lakehistory.current(ref('" + HISTORY + "')) }}"))
-    total_files = spark.sql(f"describe detail `{schema}`.`{HISTORY}`").first()["numFiles"]
-    counts = {name: spark.sql(sql).first()["n"] for name, sql in (("as_of", old_sql), ("current", now_sql))}
+    total_files = spark.sql(f"describe detail `{schema}`.`{HISTORY}`").collect()[0]["numFiles"]
+    counts = {name: spark.sql(sql).collect()[0]["n"] for name, sql in (("as_of", old_sql), ("current", now_sql))}
     read = {name: files_read(spark, sql) for name, sql in (("as_of", old_sql), ("current", now_sql))}
     for r in range(1, args.runs + 1):
-        pair = [("as_of_old", old_sql, "as_of"), ("current_state", now_sql, "current")]
-        for measure, sql, name in pair if r % 2 else reversed(pair):
+        queries = [("as_of_old", old_sql, "as_of"), ("current_state", now_sql, "current")]
+        for measure, sql, name in queries if r % 2 else reversed(queries):
             meter.measure(
                 measure,
                 largest,
                 r,
-                lambda sql=sql: spark.sql(sql).collect() and None,
+                partial(spark.sql(sql).collect),
                 rows_returned=counts[name],
                 files_read=read[name],
                 files_total=total_files,

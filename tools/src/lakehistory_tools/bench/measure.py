@@ -44,7 +44,7 @@ class Meter:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self.samples: list[Sample] = []
-        jvm = spark.sparkContext._jvm
+        jvm: Any = spark.sparkContext._jvm
         self._management = jvm.java.lang.management.ManagementFactory
         self._pid = int(jvm.java.lang.ProcessHandle.current().pid())
 
@@ -67,7 +67,7 @@ class Meter:
             return None
         return None
 
-    def measure(self, measure: str, scale: int, run: int, step: Callable[[], float | None], **detail: Any) -> Sample:
+    def measure(self, measure: str, scale: int, run: int, step: Callable[[], object], **detail: Any) -> Sample:
         """Run `step` and record it. A step that returns a number reports its own seconds (a dbt
         node's execution time); otherwise the wall time of the call counts."""
         self._reset()
@@ -79,7 +79,7 @@ class Meter:
             measure=measure,
             scale=scale,
             run=run,
-            seconds=float(reported) if reported is not None else wall,
+            seconds=float(reported) if isinstance(reported, int | float) else wall,
             heap_peak_mib=round(heap, 1),
             rss_peak_mib=self._rss_peak_mib(),
             detail={"wall_seconds": round(wall, 3), **detail},
@@ -99,7 +99,10 @@ def adaptive_off(spark: SparkSession):
     try:
         yield
     finally:
-        spark.conf.set("spark.sql.adaptive.enabled", before)
+        if before is None:
+            spark.conf.unset("spark.sql.adaptive.enabled")
+        else:
+            spark.conf.set("spark.sql.adaptive.enabled", before)
 
 
 def files_read(spark: SparkSession, sql: str) -> int:

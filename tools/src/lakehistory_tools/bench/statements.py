@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lakehistory.platform.paths import local_home
 from lakehistory_tools.bench import workload
@@ -44,7 +45,7 @@ class Action:
 class Recorder:
     """Times the PySpark calls that run Spark jobs (classic PySpark, the embedded session)."""
 
-    spark: object
+    spark: Any
     explain: Path | None = None  # where to append each query's full physical plan
     actions: list[Action] = field(default_factory=list)
     _depth: int = 0
@@ -151,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in range(1, args.runs + 1):
         workload.land_small_round(landing, plan, r, args.batch_keys)
         recorder.actions.clear()
-        recorder.explain.unlink(missing_ok=True)
+        if recorder.explain is not None:
+            recorder.explain.unlink(missing_ok=True)
         began = time.perf_counter()
         node = dbt.node_seconds(schema, landing, "run", HISTORY)
     spent = sum(a.seconds for a in recorder.actions)

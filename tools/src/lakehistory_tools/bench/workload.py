@@ -212,7 +212,7 @@ def fill_history(spark: SparkSession, schema: str, rows: int) -> None:
         .drop("_lh_open")
         .write.insertInto(history)
     )
-    delta_version = spark.sql(f"describe history {history} limit 1").first()[0]
+    delta_version = spark.sql(f"describe history {history} limit 1").collect()[0][0]
     first = min(SYNTHETIC_TRANSACTIONS)
     spark.sql(f"""
         insert into {transactions}
@@ -336,8 +336,8 @@ def apply_by_hand(spark: SparkSession, staged: str, target: str) -> None:
 def differences(spark: SparkSession, left: str, right: str) -> int:
     """Rows in one query and not the other (as multisets); 0 when they hold the same rows."""
     return (
-        spark.sql(f"select count(*) from (({left}) except all ({right}))").first()[0]
-        + spark.sql(f"select count(*) from (({right}) except all ({left}))").first()[0]
+        spark.sql(f"select count(*) from (({left}) except all ({right}))").collect()[0][0]
+        + spark.sql(f"select count(*) from (({right}) except all ({left}))").collect()[0][0]
     )
 
 

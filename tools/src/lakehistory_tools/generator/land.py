@@ -23,12 +23,16 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lakehistory_tools.generator.batches import BatchStats, to_python
 from lakehistory_tools.generator.domain import OBS_RAW, TABLE_NAMES, get_table
 from lakehistory_tools.generator.simulator import GeneratorConfig, SourceSimulator, batch_id, tables_in_order
+
+if TYPE_CHECKING:
+    from lakehistory.landing.writer import Compression, EarliestForm, FileFormat
 
 EXTRACTS_DIR = "extracts"
 EXTRACTED_AT = "extracted_at"
@@ -138,9 +142,9 @@ def generate(
     *,
     tables: Sequence[str] | None = None,
     extract_tables: Sequence[str] = (),
-    file_format: str = "csv",
-    compression: str = "none",
-    earliest_form: str = "file",
+    file_format: FileFormat = "csv",
+    compression: Compression = "none",
+    earliest_form: EarliestForm = "file",
     shuffle_columns: bool = True,
     on_progress: ProgressCallback | None = None,
     only_sync: int | None = None,

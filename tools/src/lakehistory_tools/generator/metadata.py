@@ -67,6 +67,13 @@ class MetaTable:
     def deleted_keys(self) -> list[int]:
         return [k for k, v in self.cur.items() if v is None]
 
+    def values(self, key: int) -> Values:
+        """The live row of `key` (an error for a deleted key)."""
+        row = self.cur[key]
+        if row is None:
+            raise KeyError(f"{self.tdef.name} key {key} is deleted")
+        return row
+
     def get(self, key: int, col: str):
         row = self.cur[key]
         return None if row is None else row[self.pos[col]]
@@ -133,7 +140,7 @@ class MetaTable:
 
     def _last_values(self, key: int) -> Values:
         for _, op, _, v in reversed(self.events[key]):
-            if op == VERSION:
+            if op == VERSION and v is not None:
                 return v
         raise KeyError(key)
 
@@ -321,6 +328,8 @@ class MetadataSource:
     # -- creation ----------------------------------------------------------------------------
     def _new_network(self, t: int) -> int | None:
         i = self._n_networks_made
+        desc: str | None
+        colour: str | None
         name, desc, colour, style = catalog.network_row(i, self.rng)
         virtual = "EC" if name == "EC_raw" else None
         if self.rng.random() < 0.05:
@@ -406,6 +415,7 @@ class MetadataSource:
         edate: dt.date | None = None,
     ) -> int | None:
         rng = self.rng
+        elev: float | None
         name, lat, lon, elev, prov = catalog.place(rng)
         if rng.random() < 0.05:
             elev = None
@@ -455,7 +465,7 @@ class MetadataSource:
             self.sinfo[sid].mistake = True
             return sid
         today = _day(t2)
-        sdate = today - dt.timedelta(days=int(self.nrng.integers(1, 30 * 365)))
+        sdate: dt.date | None = today - dt.timedelta(days=int(self.nrng.integers(1, 30 * 365)))
         if self.rng.random() < 0.03:
             sdate = None
         if old_history and sdate is not None:
@@ -485,12 +495,16 @@ class MetadataSource:
         net_times = self._times(n_net, t0, t0 + span // 10)
         for tn in net_times:
             nid = self._new_network(tn)
+            if nid is None:
+                continue
             k = int(self.nrng.integers(4, 10))
             for j, spec in enumerate(catalog.choose_vars(self.rng, k)):
                 self._new_var(nid, tn + (j + 1) * int(self.nrng.integers(1, MS_HOUR)), True, spec)
         st_times = self._times(self.scale, t0 + span // 10 + MS_DAY, t0 + span * 2 // 3)
         for ts in st_times:
             nid = self._pick_network()
+            if nid is None:
+                continue
             self._new_station(ts, nid, False, obs_from, sync, old_history=self.rng.random() < 0.15)
 
     # -- one sync window ---------------------------------------------------------------------
@@ -609,9 +623,10 @@ class MetadataSource:
             if t2 is None:
                 return
             self.hists_of_stn[sid].discard(hid)
-            tt = self._later(t2, MS_MINUTE)
-            if tt is None:
+            later = self._later(t2, MS_MINUTE)
+            if later is None:
                 return
+            tt = later
         if self.stn.delete(sid, tt) is not None:
             self.stations_of_net[self.sinfo[sid].network_id].discard(sid)
 
@@ -685,7 +700,7 @@ class MetadataSource:
         if sid is None:
             return
         old = self.sinfo[sid].current_history
-        if not self.hist.alive(old) or self.hist.get(old, "edate") is not None:
+        if old is None or not self.hist.alive(old) or self.hist.get(old, "edate") is not None:
             return
         t2 = self.hist.update(old, t, edate=_day(t))
         if t2 is None:
@@ -695,7 +710,7 @@ class MetadataSource:
         th = self._later(t2, 10 * MS_MINUTE)
         if th is None:
             return
-        like = dict(zip(self.hist.cols, self.hist.cur[old]))
+        like = dict(zip(self.hist.cols, self.hist.values(old)))
         lon, lat, elev = like["lon"], like["lat"], like["elev"]
         hid, th2 = self.hist.insert(
             th,
@@ -721,7 +736,7 @@ class MetadataSource:
         if hid is None:
             return
         p = self.hist.pos
-        row = self.hist.cur[hid]
+        row = self.hist.values(hid)
         what = self.rng.random()
         if what < 0.3:
             name = row[p["station_name"]] or "Unnamed"
@@ -802,14 +817,11 @@ class MetadataSource:
         tv = self.vars.events[vid][-1][0] + 1
         for sid in sorted(self.stations_of_net[nid]):
             hid = self.sinfo[sid].current_history
-            if (
-                hid is not None
-                and self.hist.alive(hid)
-                and self.hinfo[hid].obs_until is None
-                and self.hinfo[hid].obs_from is not None
-                and self.rng.random() < 0.5
-            ):
-                self.hinfo[hid].vars.append((vid, max(tv, self.hinfo[hid].obs_from)))
+            if hid is None or not self.hist.alive(hid):
+                continue
+            info = self.hinfo[hid]
+            if info.obs_until is None and info.obs_from is not None and self.rng.random() < 0.5:
+                info.vars.append((vid, max(tv, info.obs_from)))
 
     def _do_var_retire(self, t: int, sync: int, vid) -> None:
         if self.vars.alive(vid) and not self.vinfo[vid].attached and self.vars.delete(vid, t) is not None:
@@ -844,7 +856,10 @@ class MetadataSource:
             i = cands[int(self.nrng.integers(0, len(cands)))]
             ev = table.events[key]
             t_late = int(self.nrng.integers(ev[i][0] + 1, ev[i + 1][0]))
-            table.late(key, i, t_late, fix(ev[i][3]))
+            values = ev[i][3]
+            if values is None:  # a late candidate is a version, which has values
+                raise ValueError(f"{table.tdef.name} key {key}: event {i} is not a version")
+            table.late(key, i, t_late, fix(values))
             return
 
     # -- for the obs simulator ---------------------------------------------------------------
@@ -857,7 +872,7 @@ class MetadataSource:
             info = self.hinfo[hid]
             if not info.real or info.obs_from is None or not self.hist.alive(hid):
                 continue
-            f = self.hist.cur[hid][p["freq"]]
+            f = self.hist.values(hid)[p["freq"]]
             code = freq_code.get(f, 0) if f is not None else 3
             until = info.obs_until if info.obs_until is not None else np.iinfo(np.int64).max
             for vid, since in info.vars:
