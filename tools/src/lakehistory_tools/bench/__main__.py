@@ -78,7 +78,11 @@ class Dbt:
 
     def deps(self) -> None:
         """Install the package into the copy (`dbt deps`: a link to the checkout)."""
-        self("bench", self.project / "landing", "deps")
+        from dbt.cli.main import dbtRunner
+
+        result = dbtRunner().invoke(["deps", "--quiet", "--project-dir", str(self.project)])
+        if not result.success:
+            raise BenchError(f"dbt deps failed in {self.project}: {result.exception or _messages(result)}")
 
     def node_seconds(self, schema: str, landing: Path, command: str, node: str) -> float:
         result = self(schema, landing, command, "--select", node)
