@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from dbt.tests.adapter.basic.test_adapter_methods import BaseAdapterMethod
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
 from dbt.tests.adapter.basic.test_empty import BaseEmpty
@@ -47,12 +48,20 @@ class TestGenericTests(BaseGenericTests):
     pass
 
 
+# dbt-spark's snapshots need a table format with MERGE (its default file format is parquet).
+DELTA_SNAPSHOTS = {"seeds": {"+file_format": "delta"}, "snapshots": {"+file_format": "delta"}}
+
+
 class TestSnapshotCheckCols(BaseSnapshotCheckCols):
-    pass
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"name": "snapshot_strategy_check_cols", **DELTA_SNAPSHOTS}
 
 
 class TestSnapshotTimestamp(BaseSnapshotTimestamp):
-    pass
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"name": "snapshot_strategy_timestamp", **DELTA_SNAPSHOTS}
 
 
 class TestAdapterMethod(BaseAdapterMethod):
