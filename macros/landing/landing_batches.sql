@@ -76,4 +76,3 @@
   {%- endfor -%}
   {{ exceptions.raise_compiler_error("No source " ~ source_name ~ "." ~ table_name ~ " in the project.") }}
 {% endmacro %}
-
