@@ -110,17 +110,17 @@ def read_extract(
         raise fail(f"cannot be read: {first_line(exc)}") from exc
     if first:
         raise fail(f"data row {first[0]._lh_row}: {first[0].problem}")
-    typed = numbered.select(*[typed(F.col(f"`{c}`"), t).alias(c) for c, t in types.items()], "_lh_row")
-    duplicates = typed.groupBy(*key).agg(F.min("_lh_row").alias("_lh_row"), F.count("*").alias("n")).where("n > 1")
+    rows = numbered.select(*[typed(F.col(f"`{c}`"), t).alias(c) for c, t in types.items()], "_lh_row")
+    duplicates = rows.groupBy(*key).agg(F.min("_lh_row").alias("_lh_row"), F.count("*").alias("n")).where("n > 1")
     if dup := duplicates.orderBy("_lh_row").limit(1).collect():
         shown = ", ".join(f"{k}={dup[0][k]}" for k in key)
         raise fail(f"data row {dup[0]._lh_row}: key ({shown}) appears {dup[0].n} times")
-    times = typed.agg(F.min(EXTRACTED_AT).alias("lo"), F.max(EXTRACTED_AT).alias("hi")).collect()[0]
+    times = rows.agg(F.min(EXTRACTED_AT).alias("lo"), F.max(EXTRACTED_AT).alias("hi")).collect()[0]
     if times.lo is not None and (times.lo != times.hi or times.lo.date() != day):
         raise fail(
             f"{EXTRACTED_AT} must be one instant on {day.isoformat()}, the file's day; found {times.lo} to {times.hi}"
         )
-    return typed.drop("_lh_row")
+    return rows.drop("_lh_row")
 
 
 def stage_next_extract(
