@@ -1,6 +1,6 @@
 {#-
-  The project's one transactions table: every applied batch (and every cleanup) is a transaction
-  with a gap-free id and a Naksha uuid (object type 0).
+  The project's one transactions table: every applied batch, snapshot capture and cleanup is a
+  transaction with a gap-free id and a Naksha uuid (object type 0).
   Name it with the var `lakehistory_transactions` (default `lakehistory_transactions`, in the
   target schema).
 -#}
