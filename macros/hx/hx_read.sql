@@ -79,60 +79,21 @@
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}
   {%- set hx = lakehistory._hx_config(relation) -%}
-  {%- set child_id = adapter.quote(hx.table ~ '_hx_id') -%}
-  {%- set parts = [] -%}
+  {%- set resolved = namespace(sql='(select * from ' ~ relation ~ ')') -%}
   {%- for fk in hx.get('foreign_keys') or [] -%}
     {%- set parent = lakehistory._model_relation(fk.parent) -%}
-    {%- set parent_hx = lakehistory._hx_config(parent) -%}
-    {%- set parent_id = adapter.quote(parent_hx.table ~ '_hx_id') -%}
-    {%- set parent_columns = fk.get('parent_columns') or fk.columns -%}
-    {%- set k = [] -%}
-    {%- for c in fk.columns -%}{%- do k.append('_lh_k' ~ loop.index) -%}{%- endfor -%}
-    {%- set name = 'r' ~ loop.index -%}
-    {%- set sql -%}
-    {{ name }} as (
-        select
-            a.`_lh_child`,
-            coalesce(a.`_lh_at`, f.`_lh_first`) as {{ adapter.quote(parent_hx.table ~ '_hx_id_valid') }}
-        from (
-            select *, last(`_lh_parent`, true) over (
-                partition by {{ k | join(', ') }} order by `_lh_t`, `_lh_side`, `_lh_parent`
-                rows between unbounded preceding and current row) as `_lh_at`
-            from (
-                select {% for c in parent_columns %}p.{{ adapter.quote(c) }} as {{ k[loop.index0] }}, {% endfor -%}
-                    p.`mod_time` as `_lh_t`, 0 as `_lh_side`, p.{{ parent_id }} as `_lh_parent`, cast(null as bigint) as `_lh_child`
-                from {{ parent }} as p
-                union all
-                select {% for c in fk.columns %}c.{{ adapter.quote(c) }}, {% endfor -%}
-                    c.`mod_time`, 1, cast(null as bigint), c.{{ child_id }}
-                from {{ relation }} as c
-                where {% for c in fk.columns %}c.{{ adapter.quote(c) }} is not null{% if not loop.last %} and {% endif %}{% endfor %}
-            ) as tagged
-        ) as a
-        left join (
-            select {% for c in parent_columns %}{{ adapter.quote(c) }} as {{ k[loop.index0] }}, {% endfor -%}
-                min_by({{ parent_id }}, struct(`mod_time`, {{ parent_id }})) as `_lh_first`
-            from {{ parent }}
-            group by {% for c in parent_columns %}{{ adapter.quote(c) }}{% if not loop.last %}, {% endif %}{% endfor %}
-        ) as f
-            on {% for x in k %}a.{{ x }} <=> f.{{ x }}{% if not loop.last %} and {% endif %}{% endfor %}
-        where a.`_lh_side` = 1
-    )
-    {%- endset -%}
-    {%- do parts.append([name, sql, parent_hx.table ~ '_hx_id_valid']) -%}
+    {%- set parent_table = lakehistory._hx_config(parent).table -%}
+    {#- the rule the build resolves with (lakehistory.hx.history_fk_sql), over the parent rows known now -#}
+    {%- set resolved.sql = '(' ~ adapter.call_python('lakehistory.hx:hx_resolved_sql', {
+          'children': resolved.sql,
+          'columns': fk.columns,
+          'parent': parent | string,
+          'parent_columns': fk.get('parent_columns') or fk.columns,
+          'parent_id': parent_table ~ '_hx_id',
+          'resolved_as': parent_table ~ '_hx_id_valid',
+        }) ~ ')' -%}
   {%- endfor -%}
-  {%- if not parts -%}
-    {{ return('(select * from ' ~ relation ~ ')') }}
-  {%- endif -%}
-  {%- set out -%}
-    (with {% for p in parts %}{{ p[1] }}{% if not loop.last %}, {% endif %}{% endfor %}
-    select c.*{% for p in parts %}, {{ p[0] }}.{{ adapter.quote(p[2]) }}{% endfor %}
-    from {{ relation }} as c
-    {%- for p in parts %}
-    left join {{ p[0] }} on {{ p[0] }}.`_lh_child` = c.{{ child_id }}
-    {%- endfor %})
-  {%- endset -%}
-  {{ return(out) }}
+  {{ return(resolved.sql) }}
 {% endmacro %}
 
 

@@ -34,7 +34,7 @@ History foreign keys are resolved once, when a child row is appended: the parent
 same key with the greatest (mod_time, id) at or before the child's `mod_time`. When the parent's
 first recorded row is later than the child (a parent seen late, e.g. through a daily extract),
 the parent's first row. NULL only when the foreign key is NULL or the parent key was never
-recorded. The resolution is a sort-and-window as-of join: O(n log n), no range join.
+recorded. `history_fk_sql` is that rule, for the build and for the `hx_resolved` macro alike.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+
+from lakehistory.history.sql import q
 
 MOD_TIME, MOD_USER, DELETED, TXN_ID = "mod_time", "mod_user", "deleted", "txn_id"
 ONE_MS = F.expr("INTERVAL 1 MILLISECOND")
@@ -122,11 +124,38 @@ class Recording:
 class Source:
     """A history source: which transactions recorded what, and the valid-time history as of each."""
 
-    def __init__(self, frame: DataFrame, spec: HxSpec):
-        self.frame, self.spec = frame, spec
+    def __init__(self, frame: DataFrame, spec: HxSpec, name: str):
+        self.frame, self.spec, self.name = frame, spec, name
 
     def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
         raise NotImplementedError
+
+    def recorded(self, transactions: DataFrame, operation: str, after_txn: int) -> list[Any]:
+        """This source's transactions of `operation` after `after_txn`, in id order: one row each.
+
+        A transaction names its history table as `schema.table`; the `_hx` model knows its source
+        by name only, and that source may live in another schema (custom schemas), so the two
+        are matched by table name, and two tables of that name in one transactions table are
+        refused rather than mixed."""
+        table = F.lower("history_table")
+        name = self.name.lower()
+        rows = (
+            transactions.where(
+                ((table == F.lit(name)) | table.endswith(F.lit("." + name)))
+                & (F.col("operation") == F.lit(operation))
+                & (F.col("txn_id") > F.lit(after_txn))
+            )
+            .select("txn_id", "started_at", "batch_id", "author", "history_table")
+            .orderBy("txn_id")
+            .collect()  # one row per transaction, not per data row
+        )
+        if len(tables := sorted({r.history_table.lower() for r in rows})) > 1:
+            raise HxError(
+                f"{hx_table(self.spec.table)}: its source {self.name} could be any of {', '.join(tables)}"
+                " (one transactions table, two history tables of that name); give the source model an"
+                " alias no other history table of the project has"
+            )
+        return rows
 
     def touched(self, rows: DataFrame, rec: Recording) -> DataFrame:
         """The rows of `rows` that recording `rec` opened or closed."""
@@ -145,22 +174,12 @@ class FivetranSource(Source):
     """A history table of the `fivetran_history` strategy: rows open in transaction time at version
     v are valid_from <= v < valid_to (valid_to NULL or the max while open)."""
 
-    def __init__(self, frame: DataFrame, spec: HxSpec, relation: str):
-        super().__init__(frame, spec)
-        self.relation = relation.lower()
+    def __init__(self, frame: DataFrame, spec: HxSpec, name: str):
+        super().__init__(frame, spec, name)
         self.by_time = dict(frame.dtypes)["valid_from"] == "timestamp"
 
     def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
-        rows = (
-            transactions.where(
-                (F.lower("history_table") == self.relation)
-                & (F.col("operation") == "batch")
-                & (F.col("txn_id") > after_txn)
-            )
-            .select("txn_id", "started_at", "author")
-            .orderBy("txn_id")
-            .collect()  # one row per transaction, not per data row
-        )
+        rows = self.recorded(transactions, "batch", after_txn)
         return [Recording(r.txn_id, r.started_at if self.by_time else r.txn_id, r.author) for r in rows]
 
     def _open_at(self, at) -> Column:
@@ -200,21 +219,12 @@ class SnapshotSource(Source):
     as new records): every row starts at a capture; captures are recorded as `snapshot`
     transactions whose batch_id is the extract's day."""
 
-    def __init__(self, frame: DataFrame, spec: HxSpec, relation: str):
-        super().__init__(frame, spec)
-        self.relation = relation.lower()
+    def __init__(self, frame: DataFrame, spec: HxSpec, name: str):
+        super().__init__(frame, spec, name)
         self.has_deleted_flag = "dbt_is_deleted" in frame.columns
 
     def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
-        captured = (
-            transactions.where(
-                (F.lower("history_table") == self.relation)
-                & (F.col("operation") == "snapshot")
-                & (F.col("txn_id") > after_txn)
-            )
-            .select("txn_id", "batch_id", "author")
-            .collect()  # one row per capture
-        )
+        captured = self.recorded(transactions, "snapshot", after_txn)
         if not captured:
             return []
         # Each capture's time is its rows' dbt_valid_from on its day; read only the pending days
@@ -311,54 +321,78 @@ def corrections(points: DataFrame, hx_rows: DataFrame, key: Sequence[str], cols:
 # -- history foreign keys: an as-of join on intervals of time -------------------------------------
 
 
-def resolve_foreign_key(children: DataFrame, fk: ForeignKey, child_id: str, *, narrow: bool = True) -> DataFrame:
-    """`children` plus `fk.hx_column`: the parent `_hx` row current at each child's mod_time.
+def history_fk_sql(
+    children: str,
+    columns: Sequence[str],
+    parent: str,
+    parent_columns: Sequence[str],
+    parent_id: str,
+    resolved_as: str,
+) -> str:
+    """The history-FK rule, the one place it is written: a query over every row of `children` (a
+    relation or a parenthesised query with the foreign key `columns` and `mod_time`) plus
+    `resolved_as`, the id of the `parent` `_hx` row current at the child's mod_time: of the rows
+    of the parent key, the one with the greatest (mod_time, id) at or before it; the first one
+    when the child is older than them all (or has no mod_time); NULL when the foreign key is NULL
+    or the parent key was never recorded. The build resolves new rows with it, `hx_resolved`
+    every row against the parent rows known now.
 
-    The parent's versions become intervals of time, each [its mod_time, the next version's) in the
-    order (mod_time, id); the key's first version reaches back without end (a child older than its
-    parent takes the parent's first version). Of versions with one mod_time only the last (by id)
-    keeps a non-empty interval: a child at that time takes it. Each child then joins the one
-    interval of its key that holds its mod_time: an equi-join on the key with a range filter. No
-    window runs over the children; Spark broadcasts the intervals when they are small enough and
-    otherwise runs a sort-merge join.
+    The parent's rows become intervals of time, each [its mod_time, the next row's) in the order
+    (mod_time, id), the first one reaching back without end; of rows with one mod_time only the
+    last keeps a non-empty interval. Each child joins the one interval of its key that holds its
+    mod_time: an equi-join on the key with a range filter, so no window runs over the children
+    and Spark broadcasts the intervals when they are small."""
+    k = [f"`_lh_k{i}`" for i in range(len(columns))]
+    keys = ", ".join(k)
+    parent_keys = ", ".join(f"p.{q(c)} as {n}" for c, n in zip(parent_columns, k, strict=True))
+    same_key = " and ".join(f"c.{q(c)} = i.{n}" for c, n in zip(columns, k, strict=True))
+    return f"""select c.*, i.`_lh_parent` as {q(resolved_as)}
+from {children} as c
+left join (
+    select {keys}, `_lh_parent`,
+        case when row_number() over w > 1 then `_lh_t` end as `_lh_from`,
+        lead(`_lh_t`) over w as `_lh_to`
+    from (select {parent_keys}, p.`{MOD_TIME}` as `_lh_t`, p.{q(parent_id)} as `_lh_parent` from {parent} as p) as v
+    window w as (partition by {keys} order by `_lh_t`, `_lh_parent`)
+) as i
+    on {same_key}
+    and (i.`_lh_from` is null or i.`_lh_from` <= c.`{MOD_TIME}`)
+    and (i.`_lh_to` is null or c.`{MOD_TIME}` is null or c.`{MOD_TIME}` < i.`_lh_to`)"""
 
-    `narrow` first cuts the parent's versions down to the children's keys (a key range Delta skips
+
+def hx_resolved_sql(_spark: object, **rule: Any) -> str:
+    """`history_fk_sql` for the `hx_resolved` macro (`adapter.call_python` passes the session first)."""
+    return history_fk_sql(**rule)
+
+
+def resolve_foreign_key(children: DataFrame, fk: ForeignKey, *, narrow: bool = True) -> DataFrame:
+    """`children` plus `fk.hx_column`, by `history_fk_sql`.
+
+    `narrow` first cuts the parent's rows down to the children's keys (a key range Delta skips
     files by, then a semi join), so that an incremental run's window covers its batch's parents,
     not the whole parent table. A first build passes `narrow=False`: its children are the whole
     child table, and cutting the parent down to their keys would cost a pass over them to save
     little."""
-    parent_id = fk.hx_column
-    k = [f"_k{i}" for i in range(len(fk.columns))]
-    versions = fk.parent.select(
-        *[_q(c).alias(n) for c, n in zip(fk.parent_columns, k, strict=True)],
-        F.col(MOD_TIME).alias("_t"),
-        _q(parent_id).alias("_parent"),
-    )
+    parent = fk.parent
     if narrow:
         has_key = reduce(lambda x, y: x & y, [_q(c).isNotNull() for c in fk.columns])
         wanted_keys = (
             children.where(has_key)
-            .select(*[_q(c).alias(n) for c, n in zip(fk.columns, k, strict=True)])
+            .select(*[_q(c).alias(p) for c, p in zip(fk.columns, fk.parent_columns, strict=True)])
             .distinct()
             .localCheckpoint()  # read twice: for the range and for the semi join
         )
-        versions = versions.where(_key_range(wanted_keys, "_k0")).join(wanted_keys, k, "left_semi")
-    by_time = Window.partitionBy(*k).orderBy("_t", "_parent")
-    intervals = versions.select(
-        *k,
-        "_parent",
-        F.when(F.row_number().over(by_time) > 1, F.col("_t")).alias("_from"),  # NULL: no start
-        F.lead("_t").over(by_time).alias("_to"),  # NULL: no end
-    )
-    t = F.col(MOD_TIME)
-    # A child without a mod_time counts as older than every version, as in the window it sorts first.
-    holds = (F.col("_from").isNull() | (F.col("_from") <= t)) & (
-        F.col("_to").isNull() | t.isNull() | (t < F.col("_to"))
-    )
-    on = reduce(lambda x, y: x & y, [_q(c) == F.col(n) for c, n in zip(fk.columns, k, strict=True)]) & holds
-    return children.join(intervals, on, "left").select(
-        *[children[c] for c in children.columns], F.col("_parent").alias(parent_id)
-    )
+        parent = parent.where(_key_range(wanted_keys, fk.parent_columns[0])).join(
+            wanted_keys, list(fk.parent_columns), "left_semi"
+        )
+    # pyspark's SQL formatter puts the DataFrames in for `{children}` and `{parent}`; every other
+    # brace (in a column name, say) is doubled so that it stays literal.
+    marks = {"children": "\x00children\x00", "parent": "\x00parent\x00"}
+    sql = history_fk_sql(marks["children"], fk.columns, marks["parent"], fk.parent_columns, fk.hx_column, fk.hx_column)
+    sql = sql.replace("{", "{{").replace("}", "}}")
+    for name, mark in marks.items():
+        sql = sql.replace(mark, "{" + name + "}")
+    return children.sparkSession.sql(sql, children=children, parent=parent)
 
 
 # -- the model -------------------------------------------------------------------------------------
@@ -405,16 +439,14 @@ def build_hx(
     model's `dbt.config.get("meta")` (dbt hands a Python model only the configs its own file reads);
     `transactions` the project's transactions table, as dbt resolves it (`dbt.source(...)`)."""
     spec, source_name = _spec_from_meta(meta or {}, source, parents or {})
-    schema = dbt.this.schema
-    relation = f"{schema}.{source_name}"
     if "_fivetran_start" in source.columns:
         if "valid_to" not in source.columns:
             raise HxError(
                 f"{hx_table(spec.table)}: append-only history tables (no valid_to) are not a supported source yet"
             )
-        src: Source = FivetranSource(source, spec, relation)
+        src: Source = FivetranSource(source, spec, source_name)
     elif "dbt_valid_from" in source.columns:
-        src = SnapshotSource(source, spec, relation)
+        src = SnapshotSource(source, spec, source_name)
     else:
         raise HxError(f"{hx_table(spec.table)}: {source_name} is neither a fivetran_history table nor a dbt snapshot")
     existing = session.table(str(dbt.this)) if dbt.is_incremental else None
@@ -483,7 +515,7 @@ def append_rows(spec: HxSpec, src: Source, transactions: DataFrame, existing: Da
     order = Window.orderBy(TXN_ID, MOD_TIME, *[_q(k) for k in key])
     out = out.withColumn(spec.hx_id, (F.row_number().over(order) + F.lit(last_id)).cast("bigint")).localCheckpoint()
     for fk in spec.foreign_keys:
-        out = resolve_foreign_key(out, fk, spec.hx_id, narrow=existing is not None)
+        out = resolve_foreign_key(out, fk, narrow=existing is not None)
     return out.select(*[_q(c) for c in spec.output_columns])
 
 

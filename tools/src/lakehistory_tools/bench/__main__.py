@@ -124,10 +124,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--repository", type=Path, default=Path.cwd(), help="the lakehistory checkout (default: the current folder)"
     )
-    parser.add_argument("--smoke", action="store_true", help="tiny scales, two runs: proves the steps work")
+    parser.add_argument("--smoke", action="store_true", help="tiny scales, one run: proves the steps work")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.scales, args.batch_keys, args.runs, args.compare_at = "5000,20000", 200, 2, 20000
+        args.scales, args.batch_keys, args.runs, args.compare_at = "5000,20000", 200, 1, 20000
         args.backlog_batches, args.backlog_rows = 4, 20
         args.fk_children, args.fk_parents = 20_000, 2_000
     args.scales = sorted(int(s) for s in str(args.scales).split(","))
@@ -261,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fk = ForeignKey(("history_id",), "meta_history", ("history_id",), spark.table(parent_table))
         children = spark.table(child_table).drop("parent_version_id")
         # As a first build resolves them: 10M child versions are the whole child table.
-        resolved = resolve_foreign_key(children, fk, "obs_raw_hx_id", narrow=False)
+        resolved = resolve_foreign_key(children, fk, narrow=False)
         resolved.write.format("noop").mode("overwrite").save()
 
     def equi_join() -> None:
