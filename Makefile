@@ -51,9 +51,11 @@ lint: setup
 test-python: setup-test
 	$(BIN)/python -m pytest -m "not connect and not slow"
 
-# The heaviest property-based runs (marker `slow`): about ten minutes more, outside CI's budget.
+# The thorough run, outside CI's budget: every test but the Connect ones, the heaviest
+# property-based runs (marker `slow`) included, and every property test with more examples
+# (harness.examples: LAKEHISTORY_THOROUGH=1).
 test-slow: setup-test
-	$(BIN)/python -m pytest -m slow
+	LAKEHISTORY_THOROUGH=1 $(BIN)/python -m pytest -m "not connect"
 
 # dbt's adapter conformance suite (dbt-tests-adapter) on the sparksession adapter: a pytest run of
 # its own, since dbt's test framework brings its own fixtures and projects.

@@ -29,6 +29,12 @@ DEMO_CONFIG = GeneratorConfig(scale=3, syncs=3, seed=11)
 DEMO_EXTRACTS = ("meta_history", "meta_vars")
 
 
+def examples(ci: int, thorough: int) -> int:
+    """How many examples a property test that runs Spark per step draws: `ci` in `make test`,
+    `thorough` in `make test-slow` (LAKEHISTORY_THOROUGH=1), which has the time for more."""
+    return thorough if os.environ.get("LAKEHISTORY_THOROUGH") == "1" else ci
+
+
 def copy_project(destination: Path, parts: Iterable[str] = DEMO_PARTS) -> Path:
     """A copy of the demo project with the package installed (`dbt deps`: a link to this checkout)."""
     copy_demo_project(REPO_ROOT, destination, parts)

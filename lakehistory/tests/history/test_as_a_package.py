@@ -54,10 +54,41 @@ EVENTS = """\
 """
 
 
+# An _hx model in a schema of its own (dbt's custom schemas): it finds its source's transactions
+# by the source's table name, whatever schema either lives in.
+HX_MODEL = """\
+from lakehistory.hx import build_hx
+
+
+def model(dbt, session):
+    dbt.config(materialized="incremental", full_refresh=False)
+    return build_hx(
+        dbt, session, dbt.config.get("meta"), dbt.ref("orders_history"),
+        dbt.source("lakehistory", "lakehistory_transactions"),
+    )
+"""
+
+HX_YML = """\
+models:
+  - name: orders_hx
+    config:
+      schema: audit
+      meta:
+        lakehistory:
+          hx: {table: orders, key: [order_id, shop], source: orders_history}
+
+sources:
+  - name: lakehistory
+    schema: "{{ target.schema }}"
+    tables:
+      - name: lakehistory_transactions
+"""
+
+
 @pytest.fixture(scope="module")
 def shop(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
-    """The README's project: one source entry, one history model (and an event history over it),
-    with one batch applied."""
+    """The README's project: one source entry, one history model (and an event history and an
+    `_hx` table over it), with one batch applied."""
     shop = tmp_path_factory.mktemp("package") / "shop"
     (shop / "models").mkdir(parents=True)
     (shop / "dbt_project.yml").write_text(DBT_PROJECT)
@@ -65,6 +96,8 @@ def shop(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProjec
     (shop / "models" / "_shop_landing__sources.yml").write_text(SOURCES)
     (shop / "models" / "orders_history.sql").write_text(MODEL)
     (shop / "models" / "orders_events.sql").write_text(EVENTS)
+    (shop / "models" / "orders_hx.py").write_text(HX_MODEL)
+    (shop / "models" / "_orders_hx.yml").write_text(HX_YML)
     project = DbtProject(shop, unique_schema("package"))
     project.run_ok("deps")
     write_batch(project.landing, order_batch("b1", 1))
@@ -112,12 +145,26 @@ def test_another_project_gets_the_history_merge_from_one_model_and_a_source(shop
     recorded = (txn["batch_id"], txn["author"], txn["source_table"], txn["versions_opened"])
     assert recorded == ("b1", "shop-sync", "orders", 1)
     assert [r["_hist_event"] for r in shop.rows("select * from {schema}.orders_events")] == [1]
+    (hx,) = shop.rows(f"select * from `{shop.schema}_audit`.orders_hx")
+    assert (hx["order_id"], hx["status"], hx["mod_user"], hx["txn_id"], hx["orders_hx_id"]) == (
+        7,
+        "placed",
+        "shop-sync",
+        txn["txn_id"],
+        1,
+    )
     assert textwrap.dedent(MODEL) in (REPO_ROOT / "README.md").read_text(), "the README shows this model file"
 
 
 def test_the_package_brings_no_nodes_of_its_own(shop: DbtProject) -> None:
     listed = shop.run_ok("ls").result
-    expected = ["shop.orders_events", "shop.orders_history", "source:shop.shop_landing.orders"]
+    expected = [
+        "shop.orders_events",
+        "shop.orders_history",
+        "shop.orders_hx",
+        "source:shop.lakehistory.lakehistory_transactions",
+        "source:shop.shop_landing.orders",
+    ]
     assert sorted(listed) == expected, listed
 
 

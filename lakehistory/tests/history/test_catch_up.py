@@ -18,6 +18,7 @@ from history_case import normalize
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from harness import examples
 from lakehistory.history.apply import HistoryError
 from lakehistory.landing.batch import EARLIEST, START, Batch
 from oracle.fivetran import apply_batch, key_of
@@ -60,7 +61,7 @@ counter = iter(range(10_000))
 
 
 @settings(
-    max_examples=10,
+    max_examples=examples(4, 10),
     deadline=None,
     derandomize=True,
     phases=[Phase.explicit, Phase.generate],  # every example runs Spark jobs: report, don't shrink

@@ -17,7 +17,7 @@ from history_case import SUPERSET, HistoryCase, T, batch, naive, normalize, pad,
 from hx_case import add_hx, add_main
 from hypothesis import HealthCheck, Phase, given, settings
 
-from harness import DbtProject, copy_project, unique_schema
+from harness import DbtProject, copy_project, examples, unique_schema
 from lakehistory.landing.batch import END, ONE_MS, START, TMAX, Column
 from oracle.fivetran import apply_batch, state_at
 from oracle.hx import HxOracle
@@ -262,7 +262,7 @@ def test_random_streams_match_the_hx_reference_and_rebuild_every_instant(project
     counter = iter(range(1000))
 
     @settings(
-        max_examples=3,
+        max_examples=examples(2, 3),
         deadline=None,
         derandomize=True,
         phases=[Phase.explicit, Phase.generate],  # each step is a dbt run: report, don't shrink

@@ -1,4 +1,5 @@
-"""The platform, proven by two `dbt build`s of the project's platform models on embedded Spark.
+"""The platform, proven by two `dbt build`s of the demo's platform models (the seed and everything
+built on it) on embedded Spark.
 
 The first build loads the seed and creates every model; then the seed changes (one variable's
 precision changes, one variable is deleted, one is added) and the second build must carry the
@@ -34,7 +35,8 @@ def write_seed(project: DbtProject, rows: list[dict]) -> None:
 def builds(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     project = DbtProject(copy_project(tmp_path_factory.mktemp("platform")), unique_schema("platform"))
     before = read_seed(project)
-    project.run_ok("build")
+    platform = ("--select", "platform_variables_seed+")  # the seed, the models and snapshot on it, their tests
+    project.run_ok("build", *platform)
     first = {
         name: project.rows(f"select * from {{schema}}.{name}")
         for name in ("platform_variables_seed", "platform_variable_catalog", "platform_variable_first_seen")
@@ -45,7 +47,7 @@ def builds(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
             row["precision"] = "0.5"  # changed
     after.append(dict(before[0], vars_id="5", vars_name="SNOW_DEPTH", unit="cm", precision="1"))  # added
     write_seed(project, after)
-    project.run_ok("build")
+    project.run_ok("build", *platform)
     return {"project": project, "before": before, "after": after, "first": first}
 
 

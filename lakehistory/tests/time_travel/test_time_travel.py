@@ -15,7 +15,7 @@ import pytest
 from history_case import SUPERSET, HistoryCase, normalize, pad
 from hypothesis import HealthCheck, Phase, given, settings
 
-from harness import DbtProject, copy_project, unique_schema
+from harness import DbtProject, copy_project, examples, unique_schema
 from lakehistory.landing.batch import ONE_MS, TMAX, Batch, Column
 from oracle.fivetran import apply_batch
 from oracle.streams import batch_streams
@@ -93,7 +93,7 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
         return f"timestamp'{instant.isoformat(sep=' ')}'"
 
     @settings(
-        max_examples=2 if label == "integer_max" else 1,
+        max_examples=examples(1, 2) if label == "integer_max" else 1,
         deadline=None,
         derandomize=True,
         phases=[Phase.explicit, Phase.generate],

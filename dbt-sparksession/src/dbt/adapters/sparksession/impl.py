@@ -9,12 +9,15 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dbt.adapters.base import PythonJobHelper, available
+from dbt.adapters.base import ConstraintSupport, PythonJobHelper, available
 from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.events.types import ConstraintNotSupported
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt.adapters.sparksession.connections import SparkSessionConnectionManager
 from dbt.adapters.sparksession.python_job import SessionPythonJobHelper
 from dbt.adapters.sparksession.session import active_session
+from dbt_common.contracts.constraints import ColumnLevelConstraint, ConstraintType, ModelLevelConstraint
+from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 
@@ -33,8 +36,23 @@ def _seed_cell(value: Any) -> str | None:
     return str(value)
 
 
+def _constraint_name(column: str, suffix: str) -> str:
+    """A name for a constraint the contract leaves unnamed: Delta names every constraint."""
+    return "".join(c if c.isalnum() else "_" for c in column.lower()) + "_" + suffix
+
+
 class SparkSessionAdapter(SparkAdapter):
     ConnectionManager = SparkSessionConnectionManager
+
+    # Delta enforces NOT NULL and CHECK constraints; it has no primary, foreign or unique keys,
+    # so dbt warns about those and leaves them out.
+    CONSTRAINT_SUPPORT = {
+        ConstraintType.check: ConstraintSupport.ENFORCED,
+        ConstraintType.not_null: ConstraintSupport.ENFORCED,
+        ConstraintType.unique: ConstraintSupport.NOT_SUPPORTED,
+        ConstraintType.primary_key: ConstraintSupport.NOT_SUPPORTED,
+        ConstraintType.foreign_key: ConstraintSupport.NOT_SUPPORTED,
+    }
 
     # --- Python models -----------------------------------------------------------
     @property
@@ -109,6 +127,42 @@ class SparkSessionAdapter(SparkAdapter):
             )
         typed.select(*positional).write.insertInto(str(relation))
         return len(rows)
+
+    # --- Model contracts on Delta -------------------------------------------------------
+    @available
+    def delta_checks(self, columns: Mapping[str, Mapping[str, Any]], constraints: list[Mapping[str, Any]]) -> list:
+        """A contracted model's constraints as the Delta CHECK constraints that enforce them,
+        [name, expression] each: a `check` under its own name (or one made from its column and
+        position), a `not_null` as `<column> is not null` named `<column>_not_null`.
+
+        NOT NULL is a CHECK here because the table is created and filled by one statement, and
+        Spark allows no column list in CREATE OR REPLACE TABLE ... AS SELECT; Delta refuses to
+        make an existing column NOT NULL afterwards. Constraints Delta has no place for are
+        reported by dbt's own warning and left out."""
+
+        def supported(constraint: ColumnLevelConstraint | ModelLevelConstraint) -> bool:
+            if constraint.type == ConstraintType.custom:  # DDL text of another database's dialect
+                warn_or_error(ConstraintNotSupported(constraint=constraint.type.value, adapter=self.type()))
+                return False
+            return self.process_parsed_constraint(constraint, lambda c: "kept") is not None
+
+        checks = []
+        for column in columns.values():
+            name = column["name"]
+            for n, raw in enumerate(column.get("constraints") or [], start=1):
+                constraint = self._parse_column_constraint(raw)
+                if not supported(constraint):
+                    continue
+                if constraint.type == ConstraintType.not_null:
+                    checks.append([_constraint_name(name, "not_null"), f"{self.quote(name)} is not null"])
+                elif constraint.type == ConstraintType.check and constraint.expression:
+                    checks.append([constraint.name or _constraint_name(name, f"check_{n}"), constraint.expression])
+        for n, raw in enumerate(constraints or [], start=1):
+            model_constraint = self._parse_model_constraint(raw)
+            is_check = model_constraint.type == ConstraintType.check and model_constraint.expression
+            if supported(model_constraint) and is_check:
+                checks.append([model_constraint.name or f"check_{n}", model_constraint.expression])
+        return checks
 
     # --- Custom incremental strategies --------------------------------------------------
     def valid_incremental_strategies(self) -> list[str]:

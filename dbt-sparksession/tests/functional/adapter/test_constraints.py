@@ -1,0 +1,243 @@
+"""dbt's model contract and constraint cases (dbt.tests.adapter.constraints) on Delta.
+
+Delta enforces CHECK constraints (a not_null is the CHECK `<column> is not null`); the adapter
+writes them into the statement that creates the table, so a row that breaks one fails the build
+and leaves the table as it was (the rollback cases expect the old rows, as on a database with
+transactions). Primary, foreign and
+unique keys do not exist in Delta: dbt warns and leaves them out of the DDL.
+"""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.adapter.constraints import fixtures
+from dbt.tests.adapter.constraints.test_constraints import (
+    BaseConstraintQuotedColumn,
+    BaseConstraintsRollback,
+    BaseConstraintsRuntimeDdlEnforcement,
+    BaseIncrementalConstraintsColumnsEqual,
+    BaseIncrementalConstraintsRollback,
+    BaseIncrementalConstraintsRuntimeDdlEnforcement,
+    BaseModelConstraintsRuntimeEnforcement,
+    BaseTableConstraintsColumnsEqual,
+    BaseViewConstraintsColumnsEqual,
+)
+
+# The fixtures' column type `text` is PostgreSQL's; Spark says `string`.
+SCHEMA_YML = fixtures.model_schema_yml.replace("text", "string")
+FK_SCHEMA_YML = fixtures.model_fk_constraint_schema_yml.replace("text", "string")
+MODEL_CONSTRAINTS_YML = fixtures.constrained_model_schema_yml.replace("text", "string")
+QUOTED_SCHEMA_YML = fixtures.model_quoted_column_schema_yml.replace("text", "string").replace('"from"', "`from`")
+
+DELTA_MODELS = {"models": {"+file_format": "delta"}}
+
+
+class SparkTypes:
+    """Types as Spark names them: in a contract, and in dbt's mismatch message (Spark's own names)."""
+
+    @pytest.fixture
+    def string_type(self):
+        return "string"
+
+    @pytest.fixture
+    def int_type(self):
+        return "int"
+
+    @pytest.fixture
+    def data_types(self):
+        # sql value, contract type, the type dbt reports for the value
+        return [
+            ["1", "int", "int"],
+            ["'1'", "string", "string"],
+            ["true", "boolean", "boolean"],
+            ["array('1','2','3')", "array<string>", "array<string>"],
+            ["array(1,2,3)", "array<int>", "array<int>"],
+            ["cast(6.45 as decimal(4, 2))", "decimal(4,2)", "decimal(4,2)"],
+            ["cast('2019-01-01' as date)", "date", "date"],
+            ["cast('2019-01-01' as timestamp)", "timestamp", "timestamp"],
+        ]
+
+
+class TestTableConstraintsColumnsEqual(SparkTypes, BaseTableConstraintsColumnsEqual):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return DELTA_MODELS
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_wrong_order.sql": fixtures.my_model_wrong_order_sql,
+            "my_model_wrong_name.sql": fixtures.my_model_wrong_name_sql,
+            "constraints_schema.yml": SCHEMA_YML,
+        }
+
+
+class TestViewConstraintsColumnsEqual(SparkTypes, BaseViewConstraintsColumnsEqual):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_wrong_order.sql": fixtures.my_model_view_wrong_order_sql,
+            "my_model_wrong_name.sql": fixtures.my_model_view_wrong_name_sql,
+            "constraints_schema.yml": SCHEMA_YML,
+        }
+
+
+class TestIncrementalConstraintsColumnsEqual(SparkTypes, BaseIncrementalConstraintsColumnsEqual):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return DELTA_MODELS
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_wrong_order.sql": fixtures.my_model_incremental_wrong_order_sql,
+            "my_model_wrong_name.sql": fixtures.my_model_incremental_wrong_name_sql,
+            "constraints_schema.yml": SCHEMA_YML,
+        }
+
+
+# The statement the adapter runs: the constraints as Delta CHECK constraints, and the rows.
+EXPECTED_DDL = """
+create or replace table <model_identifier>
+using delta
+tblproperties (
+    'delta.constraints.id_not_null' = '`id` is not null',
+    'delta.constraints.id_check_3' = '(id > 0)',
+    'delta.constraints.id_check_4' = 'id >= 1'
+)
+as
+select id, color, date_day from
+(
+    -- depends_on: <foreign_key_model_identifier>
+    select
+    'blue' as color,
+    1 as id,
+    '2019-01-01' as date_day
+) as model_subq
+"""
+
+
+class TestTableConstraintsDdlEnforcement(BaseConstraintsRuntimeDdlEnforcement):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return DELTA_MODELS
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model.sql": fixtures.my_model_wrong_order_depends_on_fk_sql,
+            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
+            "constraints_schema.yml": FK_SCHEMA_YML,
+        }
+
+    @pytest.fixture(scope="class")
+    def expected_sql(self):
+        return EXPECTED_DDL
+
+
+class TestIncrementalConstraintsDdlEnforcement(BaseIncrementalConstraintsRuntimeDdlEnforcement):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return DELTA_MODELS
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model.sql": fixtures.my_model_incremental_wrong_order_depends_on_fk_sql,
+            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
+            "constraints_schema.yml": FK_SCHEMA_YML,
+        }
+
+    @pytest.fixture(scope="class")
+    def expected_sql(self):
+        return EXPECTED_DDL
+
+
+class TestModelConstraintsRuntimeEnforcement(BaseModelConstraintsRuntimeEnforcement):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return DELTA_MODELS
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model.sql": fixtures.my_model_wrong_order_depends_on_fk_sql,
+            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
+            "constraints_schema.yml": MODEL_CONSTRAINTS_YML,
+        }
+
+    @pytest.fixture(scope="class")
+    def expected_sql(self):
+        return """
+create or replace table <model_identifier>
+using delta
+tblproperties (
+    'delta.constraints.id_not_null' = '`id` is not null',
+    'delta.constraints.check_1' = '(id > 0)',
+    'delta.constraints.check_2' = 'id >= 1'
+)
+as
+select id, color, date_day from
+(
+    -- depends_on: <foreign_key_model_identifier>
+    select
+    'blue' as color,
+    1 as id,
+    '2019-01-01' as date_day
+) as model_subq
+"""
+
+
+class TestConstraintQuotedColumn(BaseConstraintQuotedColumn):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return DELTA_MODELS
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model.sql": fixtures.my_model_with_quoted_column_name_sql.replace('"from"', "`from`"),
+            "constraints_schema.yml": QUOTED_SCHEMA_YML,
+        }
+
+    @pytest.fixture(scope="class")
+    def expected_sql(self):
+        return """
+create or replace table <model_identifier>
+using delta
+tblproperties (
+    'delta.constraints.id_not_null' = '`id` is not null',
+    'delta.constraints.from_not_null' = '`from` is not null',
+    'delta.constraints.check_1' = '(`from` = \\'blue\\')'
+)
+as
+select id, `from`, date_day from
+(
+    select
+    'blue' as `from`,
+    1 as id,
+    '2019-01-01' as date_day
+) as model_subq
+"""
+
+
+class DeltaViolations:
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return DELTA_MODELS
+
+    @pytest.fixture(scope="class")
+    def expected_error_messages(self):
+        return ["CHECK constraint id_not_null (id IS NOT NULL) violated"]
+
+
+class TestTableConstraintsRollback(DeltaViolations, BaseConstraintsRollback):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"my_model.sql": fixtures.my_model_sql, "constraints_schema.yml": SCHEMA_YML}
+
+
+class TestIncrementalConstraintsRollback(DeltaViolations, BaseIncrementalConstraintsRollback):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"my_model.sql": fixtures.my_incremental_model_sql, "constraints_schema.yml": SCHEMA_YML}
