@@ -18,8 +18,11 @@ from dbt.tests.adapter.constraints.test_constraints import (
     BaseIncrementalConstraintsColumnsEqual,
     BaseIncrementalConstraintsRollback,
     BaseIncrementalConstraintsRuntimeDdlEnforcement,
+    BaseIncrementalContractSqlHeader,
+    BaseIncrementalForeignKeyConstraint,
     BaseModelConstraintsRuntimeEnforcement,
     BaseTableConstraintsColumnsEqual,
+    BaseTableContractSqlHeader,
     BaseViewConstraintsColumnsEqual,
 )
 
@@ -241,3 +244,25 @@ class TestIncrementalConstraintsRollback(DeltaViolations, BaseIncrementalConstra
     @pytest.fixture(scope="class")
     def models(self):
         return {"my_model.sql": fixtures.my_incremental_model_sql, "constraints_schema.yml": SCHEMA_YML}
+
+
+class TestIncrementalForeignKeyConstraint(BaseIncrementalForeignKeyConstraint):
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return DELTA_MODELS
+
+
+# dbt-spark sends a model's sql_header and the model's statement to Spark as one string, and
+# Spark parses a string as one statement: `set time zone 'Asia/Kolkata';select ...` is refused
+# as a malformed SET. (The fixture's header, `set session time zone`, is PostgreSQL's besides.)
+SQL_HEADER = "Spark runs one statement per call; dbt-spark prepends the sql_header to the model's statement"
+
+
+@pytest.mark.skip(reason=SQL_HEADER)
+class TestTableContractSqlHeader(BaseTableContractSqlHeader):
+    pass
+
+
+@pytest.mark.skip(reason=SQL_HEADER)
+class TestIncrementalContractSqlHeader(BaseIncrementalContractSqlHeader):
+    pass
