@@ -130,7 +130,7 @@ class SparkSessionAdapter(SparkAdapter):
 
     # --- Model contracts on Delta -------------------------------------------------------
     @available
-    def delta_checks(self, columns: Mapping[str, Mapping[str, Any]], constraints: list[Mapping[str, Any]]) -> list:
+    def delta_checks(self, columns: Mapping[str, Mapping[str, Any]], constraints: list[dict[str, Any]]) -> list:
         """A contracted model's constraints as the Delta CHECK constraints that enforce them,
         [name, expression] each: a `check` under its own name (or one made from its column and
         position), a `not_null` as `<column> is not null` named `<column>_not_null`.
@@ -146,7 +146,7 @@ class SparkSessionAdapter(SparkAdapter):
                 return False
             return self.process_parsed_constraint(constraint, lambda c: "kept") is not None
 
-        checks = []
+        checks: list[list[str]] = []
         for column in columns.values():
             name = column["name"]
             for n, raw in enumerate(column.get("constraints") or [], start=1):
@@ -159,9 +159,9 @@ class SparkSessionAdapter(SparkAdapter):
                     checks.append([constraint.name or _constraint_name(name, f"check_{n}"), constraint.expression])
         for n, raw in enumerate(constraints or [], start=1):
             model_constraint = self._parse_model_constraint(raw)
-            is_check = model_constraint.type == ConstraintType.check and model_constraint.expression
-            if supported(model_constraint) and is_check:
-                checks.append([model_constraint.name or f"check_{n}", model_constraint.expression])
+            expression = model_constraint.expression
+            if supported(model_constraint) and model_constraint.type == ConstraintType.check and expression:
+                checks.append([model_constraint.name or f"check_{n}", expression])
         return checks
 
     # --- Custom incremental strategies --------------------------------------------------
