@@ -392,7 +392,13 @@ def resolve_foreign_key(children: DataFrame, fk: ForeignKey, *, narrow: bool = T
     sql = sql.replace("{", "{{").replace("}", "}}")
     for name, mark in marks.items():
         sql = sql.replace(mark, "{" + name + "}")
-    return children.sparkSession.sql(sql, children=children, parent=parent)
+    resolved = children.sparkSession.sql(sql, children=children, parent=parent)
+    # Over Spark Connect the query names its inputs by id, and the server drops a checkpointed
+    # input when its Python object goes: the result's plan holds them for as long as it lives.
+    plan = getattr(resolved, "_plan", None)  # a Connect DataFrame's plan; classic Spark has none
+    if plan is not None:
+        plan.lakehistory_inputs = (children, parent)
+    return resolved
 
 
 # -- the model -------------------------------------------------------------------------------------
