@@ -3,8 +3,8 @@
 Delta enforces CHECK constraints (a not_null is the CHECK `<column> is not null`); the adapter
 writes them into the statement that creates the table, so a row that breaks one fails the build
 and leaves the table as it was (the rollback cases expect the old rows, as on a database with
-transactions). Primary, foreign and
-unique keys do not exist in Delta: dbt warns and leaves them out of the DDL.
+transactions). Primary, foreign and unique keys do not exist in Delta: dbt warns and leaves them
+out of the DDL.
 """
 
 from __future__ import annotations
@@ -32,7 +32,37 @@ FK_SCHEMA_YML = fixtures.model_fk_constraint_schema_yml.replace("text", "string"
 MODEL_CONSTRAINTS_YML = fixtures.constrained_model_schema_yml.replace("text", "string")
 QUOTED_SCHEMA_YML = fixtures.model_quoted_column_schema_yml.replace("text", "string").replace('"from"', "`from`")
 
-DELTA_MODELS = {"models": {"+file_format": "delta"}}
+
+class OnDelta:
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"models": {"+file_format": "delta"}}
+
+
+def delta_ddl(checks: list[str], columns: str, model_sql: str) -> str:
+    """The statement the adapter runs: the constraints as Delta CHECK constraints, and the rows."""
+    properties = ",\n".join(f"'delta.constraints.{check}" for check in checks)
+    return f"create or replace table <model_identifier> using delta tblproperties ({properties})" + (
+        f" as select {columns} from ({model_sql}) as model_subq"
+    )
+
+
+FK_MODEL_SQL = """
+    -- depends_on: <foreign_key_model_identifier>
+    select
+    'blue' as color,
+    1 as id,
+    '2019-01-01' as date_day
+"""
+FK_CHECKS = ["id_not_null' = '`id` is not null'", "id_check_3' = '(id > 0)'", "id_check_4' = 'id >= 1'"]
+
+
+def fk_models(my_model_sql: str, schema_yml: str = FK_SCHEMA_YML) -> dict:
+    return {
+        "my_model.sql": my_model_sql,
+        "foreign_key_model.sql": fixtures.foreign_key_model_sql,
+        "constraints_schema.yml": schema_yml,
+    }
 
 
 class SparkTypes:
@@ -61,11 +91,7 @@ class SparkTypes:
         ]
 
 
-class TestTableConstraintsColumnsEqual(SparkTypes, BaseTableConstraintsColumnsEqual):
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return DELTA_MODELS
-
+class TestTableConstraintsColumnsEqual(OnDelta, SparkTypes, BaseTableConstraintsColumnsEqual):
     @pytest.fixture(scope="class")
     def models(self):
         return {
@@ -85,11 +111,7 @@ class TestViewConstraintsColumnsEqual(SparkTypes, BaseViewConstraintsColumnsEqua
         }
 
 
-class TestIncrementalConstraintsColumnsEqual(SparkTypes, BaseIncrementalConstraintsColumnsEqual):
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return DELTA_MODELS
-
+class TestIncrementalConstraintsColumnsEqual(OnDelta, SparkTypes, BaseIncrementalConstraintsColumnsEqual):
     @pytest.fixture(scope="class")
     def models(self):
         return {
@@ -99,103 +121,38 @@ class TestIncrementalConstraintsColumnsEqual(SparkTypes, BaseIncrementalConstrai
         }
 
 
-# The statement the adapter runs: the constraints as Delta CHECK constraints, and the rows.
-EXPECTED_DDL = """
-create or replace table <model_identifier>
-using delta
-tblproperties (
-    'delta.constraints.id_not_null' = '`id` is not null',
-    'delta.constraints.id_check_3' = '(id > 0)',
-    'delta.constraints.id_check_4' = 'id >= 1'
-)
-as
-select id, color, date_day from
-(
-    -- depends_on: <foreign_key_model_identifier>
-    select
-    'blue' as color,
-    1 as id,
-    '2019-01-01' as date_day
-) as model_subq
-"""
-
-
-class TestTableConstraintsDdlEnforcement(BaseConstraintsRuntimeDdlEnforcement):
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return DELTA_MODELS
-
+class TestTableConstraintsDdlEnforcement(OnDelta, BaseConstraintsRuntimeDdlEnforcement):
     @pytest.fixture(scope="class")
     def models(self):
-        return {
-            "my_model.sql": fixtures.my_model_wrong_order_depends_on_fk_sql,
-            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
-            "constraints_schema.yml": FK_SCHEMA_YML,
-        }
+        return fk_models(fixtures.my_model_wrong_order_depends_on_fk_sql)
 
     @pytest.fixture(scope="class")
     def expected_sql(self):
-        return EXPECTED_DDL
+        return delta_ddl(FK_CHECKS, "id, color, date_day", FK_MODEL_SQL)
 
 
-class TestIncrementalConstraintsDdlEnforcement(BaseIncrementalConstraintsRuntimeDdlEnforcement):
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return DELTA_MODELS
-
+class TestIncrementalConstraintsDdlEnforcement(OnDelta, BaseIncrementalConstraintsRuntimeDdlEnforcement):
     @pytest.fixture(scope="class")
     def models(self):
-        return {
-            "my_model.sql": fixtures.my_model_incremental_wrong_order_depends_on_fk_sql,
-            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
-            "constraints_schema.yml": FK_SCHEMA_YML,
-        }
+        return fk_models(fixtures.my_model_incremental_wrong_order_depends_on_fk_sql)
 
     @pytest.fixture(scope="class")
     def expected_sql(self):
-        return EXPECTED_DDL
+        return delta_ddl(FK_CHECKS, "id, color, date_day", FK_MODEL_SQL)
 
 
-class TestModelConstraintsRuntimeEnforcement(BaseModelConstraintsRuntimeEnforcement):
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return DELTA_MODELS
-
+class TestModelConstraintsRuntimeEnforcement(OnDelta, BaseModelConstraintsRuntimeEnforcement):
     @pytest.fixture(scope="class")
     def models(self):
-        return {
-            "my_model.sql": fixtures.my_model_wrong_order_depends_on_fk_sql,
-            "foreign_key_model.sql": fixtures.foreign_key_model_sql,
-            "constraints_schema.yml": MODEL_CONSTRAINTS_YML,
-        }
+        return fk_models(fixtures.my_model_wrong_order_depends_on_fk_sql, MODEL_CONSTRAINTS_YML)
 
     @pytest.fixture(scope="class")
     def expected_sql(self):
-        return """
-create or replace table <model_identifier>
-using delta
-tblproperties (
-    'delta.constraints.id_not_null' = '`id` is not null',
-    'delta.constraints.check_1' = '(id > 0)',
-    'delta.constraints.check_2' = 'id >= 1'
-)
-as
-select id, color, date_day from
-(
-    -- depends_on: <foreign_key_model_identifier>
-    select
-    'blue' as color,
-    1 as id,
-    '2019-01-01' as date_day
-) as model_subq
-"""
+        checks = ["id_not_null' = '`id` is not null'", "check_1' = '(id > 0)'", "check_2' = 'id >= 1'"]
+        return delta_ddl(checks, "id, color, date_day", FK_MODEL_SQL)
 
 
-class TestConstraintQuotedColumn(BaseConstraintQuotedColumn):
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return DELTA_MODELS
-
+class TestConstraintQuotedColumn(OnDelta, BaseConstraintQuotedColumn):
     @pytest.fixture(scope="class")
     def models(self):
         return {
@@ -205,30 +162,15 @@ class TestConstraintQuotedColumn(BaseConstraintQuotedColumn):
 
     @pytest.fixture(scope="class")
     def expected_sql(self):
-        return """
-create or replace table <model_identifier>
-using delta
-tblproperties (
-    'delta.constraints.id_not_null' = '`id` is not null',
-    'delta.constraints.from_not_null' = '`from` is not null',
-    'delta.constraints.check_1' = '(`from` = \\'blue\\')'
-)
-as
-select id, `from`, date_day from
-(
-    select
-    'blue' as `from`,
-    1 as id,
-    '2019-01-01' as date_day
-) as model_subq
-"""
+        checks = [
+            "id_not_null' = '`id` is not null'",
+            "from_not_null' = '`from` is not null'",
+            "check_1' = '(`from` = \\'blue\\')'",
+        ]
+        return delta_ddl(checks, "id, `from`, date_day", "select 'blue' as `from`, 1 as id, '2019-01-01' as date_day")
 
 
-class DeltaViolations:
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return DELTA_MODELS
-
+class DeltaViolations(OnDelta):
     @pytest.fixture(scope="class")
     def expected_error_messages(self):
         return ["CHECK constraint id_not_null (id IS NOT NULL) violated"]
@@ -246,10 +188,8 @@ class TestIncrementalConstraintsRollback(DeltaViolations, BaseIncrementalConstra
         return {"my_model.sql": fixtures.my_incremental_model_sql, "constraints_schema.yml": SCHEMA_YML}
 
 
-class TestIncrementalForeignKeyConstraint(BaseIncrementalForeignKeyConstraint):
-    @pytest.fixture(scope="class")
-    def project_config_update(self):
-        return DELTA_MODELS
+class TestIncrementalForeignKeyConstraint(OnDelta, BaseIncrementalForeignKeyConstraint):
+    pass
 
 
 # dbt-spark sends a model's sql_header and the model's statement to Spark as one string, and
