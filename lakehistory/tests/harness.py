@@ -23,9 +23,9 @@ from lakehistory_tools.project import DEMO_PARTS, copy_demo_project
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILES_DIR = REPO_ROOT / "integration_tests"
 
-# The demo the `demo` fixture (conftest.py) builds: small, three days, every table with batches
-# or extracts each day.
-DEMO_CONFIG = GeneratorConfig(scale=3, syncs=3, seed=11)
+# The demo the `demo` fixture (conftest.py) builds: small, two days (a first build, then an
+# incremental one), every table with batches or extracts each day.
+DEMO_CONFIG = GeneratorConfig(scale=3, syncs=2, seed=11)
 DEMO_EXTRACTS = ("meta_history", "meta_vars")
 
 
