@@ -1,0 +1,248 @@
+"""One group of consecutive batches: its changes computed by the rules' two queries (rules.py),
+then written in one Delta commit that carries the group's transactions."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakehistory.history import ledger
+from lakehistory.history.rules import (
+    CANDIDATES_VIEW,
+    GROUP_VIEW,
+    STORED_VIEW,
+    Layout,
+    candidates_sql,
+    changes_sql,
+)
+from lakehistory.history.sql import cols, q, same_key
+from lakehistory.history.table import Versioning, current_rows
+from lakehistory.landing.batch import ACTIVE, START, SYNCED
+
+ROW_KINDS = ("replace", "update", "delete", "earliest")
+SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
+# Spark would build a bloom filter of the history table's keys (one more scan of it) to filter the
+# group's rows, which are already few: the rules' queries run without it.
+RUNTIME_BLOOM_FILTER = "spark.sql.optimizer.runtime.bloomFilter.enabled"
+CHANGES_VIEW = "`__lh_changes`"
+
+
+@dataclass
+class Batch:
+    """A pending batch, from its staged rows."""
+
+    ordinal: int
+    batch_id: str
+    sequence: int
+    source_table: str
+    author: str | None
+    app_id: str | None
+    commit_message: str | None
+    truncate: bool
+    schema_changes: tuple[tuple[int, str, str], ...]
+    rows_in: int
+    key_range: tuple[Any, Any]
+
+    @property
+    def rewrites(self) -> bool:
+        """Its truncate or schema change rewrites stored rows of any key: it starts a group."""
+        return self.truncate or bool(self.schema_changes)
+
+
+@dataclass
+class Changes:
+    frame: DataFrame
+    opened: dict[int, int]
+    closed: dict[int, int]
+    gone: dict[int, int]
+    closes_stored: bool
+    clash: int | None
+    interleave: int | None
+
+
+def compute_changes(
+    spark: SparkSession, target: str, staged: str, layout: Layout, versions: Versioning, group: list[Batch]
+) -> Changes:
+    first = group[0]
+    spark.sql(
+        f"select *, `_lh_ordinal` - {first.ordinal - 1} as `_lh_b` from {staged}"
+        f" where `_lh_ordinal` between {first.ordinal} and {group[-1].ordinal}"
+    ).createOrReplaceTempView(GROUP_VIEW)
+    stage_stored(spark, target, layout, versions, first, key_range(group))
+    with session_conf(spark, {RUNTIME_BLOOM_FILTER: "false"}):
+        candidates = spark.sql(candidates_sql(layout, first.schema_changes, first.truncate)).localCheckpoint()
+        candidates.createOrReplaceTempView(CANDIDATES_VIEW)
+        frame = spark.sql(changes_sql(layout, first.rewrites)).localCheckpoint()
+    frame.createOrReplaceTempView(CHANGES_VIEW)
+    rows = spark.sql(
+        f"""
+        select 'opened' as what, `_lh_from` as b, count(*) as n from {CHANGES_VIEW}
+        where `_lh_action` = 'insert' group by `_lh_from`
+        union all
+        select 'closed', `_lh_to`, count(*) from {CHANGES_VIEW} where `_lh_to` is not null group by `_lh_to`
+        union all
+        select 'gone', `_lh_to`, count(*) from {CHANGES_VIEW} where `_lh_gone` group by `_lh_to`
+        union all
+        select 'closes_stored', 0, count(*) from {CHANGES_VIEW} where `_lh_action` = 'close'
+        union all
+        select 'clash', min(`_lh_clash`), 1 from {CHANGES_VIEW} having min(`_lh_clash`) is not null
+        union all
+        select 'interleave', min(`_lh_interleave`), 1 from {CHANGES_VIEW} having min(`_lh_interleave`) is not null
+        """
+    ).collect()
+    counts: dict[str, dict[int, int]] = {}
+    for r in rows:
+        counts.setdefault(r.what, {})[r.b] = r.n
+    return Changes(
+        frame=frame,
+        opened=counts.get("opened", {}),
+        closed=counts.get("closed", {}),
+        gone=counts.get("gone", {}),
+        closes_stored=counts.get("closes_stored", {}).get(0, 0) > 0,
+        clash=min(counts.get("clash", {}), default=None),
+        interleave=min(counts.get("interleave", {}), default=None),
+    )
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: dict[str, str]):
+    """The Spark session settings for the statements of the block; the previous ones after it."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
+
+
+def stage_stored(
+    spark: SparkSession, target: str, layout: Layout, versions: Versioning, first: Batch, key_range: tuple
+) -> None:
+    """`__lh_stored`: the table's current rows the group reaches: those of its keys (within the
+    range of the first key column, a literal bound, so Delta skips the files of other keys) and,
+    for a first batch that truncates or changes the schema, those that rewrite touches."""
+    row = cols(layout.row, "t")
+    current = current_rows(target, layout, versions)
+    k = layout.keys
+    in_range = spark.sql(f"select {row} from {current} as t").where(
+        F.col(q(k[0])).between(F.lit(key_range[0]), F.lit(key_range[1]))
+    )
+    in_range.createOrReplaceTempView("__lh_in_range")
+    parts = [
+        f"""
+        select {row} from `__lh_in_range` as t
+        left semi join (
+            select distinct {cols(k)} from {q(GROUP_VIEW)} where `_lh_kind` in {ROW_KINDS}
+        ) as b on {same_key("t", "b", k)}
+        """
+    ]
+    if first.truncate:
+        parts.append(
+            f"""
+            select {row} from {current} as t
+            inner join (select * from {q(GROUP_VIEW)} where `_lh_kind` = 'batch' and `_lh_b` = 1) as m
+                on t.{q(SYNCED)} < m.`_lh_truncate_before`
+            """
+        )
+    if first.schema_changes:
+        parts.append(f"select {row} from {current} as t where t.{q(ACTIVE)}")
+    spark.sql("\nunion\n".join(parts)).createOrReplaceTempView(STORED_VIEW)
+
+
+def version_sql(versions: Versioning, txns: list[ledger.Txn]) -> str:
+    """A template: the version a group ordinal `{}` stands for (the transaction's id or time)."""
+    if versions.version_type == "integer":
+        return f"({txns[0].txn_id - 1} + {{}})"
+    times = ", ".join(f"timestamp'{t.started_at}'" for t in txns)
+    return f"element_at(array({times}), cast({{}} as int))"
+
+
+def write_group(
+    spark: SparkSession,
+    target: str,
+    layout: Layout,
+    versions: Versioning,
+    version: str,
+    changes: Changes,
+    group: list[Batch],
+) -> None:
+    """One commit: the MERGE that closes stored rows and inserts the new ones, or a plain append
+    when no stored row closes (a first build, new keys only) or the table is append-only."""
+    row = cols(layout.row)
+    frame = CHANGES_VIEW
+    if versions.append_only:
+        spark.sql(f"""
+            insert into {target} ({row}, `valid_from`, `removal`)
+            select {row}, {version.format("`_lh_from`")}, false from {frame} where `_lh_action` = 'insert'
+            union all
+            select {row}, {version.format("`_lh_to`")}, true from {frame} where `_lh_gone`
+        """)
+        return
+    to = f"coalesce({version.format('s.`_lh_to`')}, {versions.open})"
+    if not changes.closes_stored:
+        spark.sql(f"""
+            insert into {target} ({row}, `valid_from`, `valid_to`)
+            select {cols(layout.row, "s")}, {version.format("s.`_lh_from`")}, {to}
+            from {frame} as s where s.`_lh_action` = 'insert'
+        """)
+        return
+    k = layout.keys
+    condition = F.expr(
+        f"s.`_lh_action` = 'close' and {same_key(target, 's', k)} and {target}.{q(START)} = s.{q(START)}"
+        f" and {versions.is_current(target)}"
+    )
+    if not group[0].rewrites:  # every row the group closes is of its keys: Delta rewrites only their files
+        low, high = key_range(group)
+        condition = condition & F.col(f"{target}.{q(k[0])}").between(F.lit(low), F.lit(high))
+    values = {q(c): F.col(f"s.{q(c)}") for c in layout.row}
+    values["`valid_from`"] = F.expr(version.format("s.`_lh_from`"))
+    values["`valid_to`"] = F.expr(to)
+    (
+        spark.table(CHANGES_VIEW)
+        .where("`_lh_action` in ('close', 'insert')")
+        .alias("s")
+        .mergeInto(target, condition)
+        .whenMatched()
+        .update({"`valid_to`": F.expr(version.format("s.`_lh_to`"))})
+        .whenNotMatched(F.expr("s.`_lh_action` = 'insert'"))
+        .insert(values)
+        .merge()
+    )
+
+
+def key_range(group: list[Batch]) -> tuple[Any, Any]:
+    lows = [b.key_range[0] for b in group if b.key_range[0] is not None]
+    highs = [b.key_range[1] for b in group if b.key_range[1] is not None]
+    return (min(lows), max(highs)) if lows else (None, None)
+
+
+def own_commit(spark: SparkSession, target: str, txns: list[ledger.Txn]) -> ledger.Commit:
+    """The commit the group just made (the table's latest), checked to be ours."""
+    latest = spark.sql(f"describe history {target} limit 1").collect()[0]
+    committed = ledger.committed_txns(latest["userMetadata"])
+    if not committed or [t.txn_id for t in committed] != [t.txn_id for t in txns]:
+        raise ledger.LedgerError(
+            f"{target}: the latest commit (Delta version {latest['version']}) is not the one this run just made:"
+            " another process writes to this table. Run history models from one dbt invocation at a time."
+        )
+    return ledger.Commit(int(latest["version"]), latest["timestamp"], committed)
+
+
+def clash_message(frame: DataFrame, batch: Batch, layout: Layout) -> str:
+    clash = frame.where("`_lh_clash` = 1").select(*[q(k) for k in layout.keys], q(START)).first()
+    key = [clash[k] for k in layout.keys] if clash else []
+    start = clash[START] if clash else "?"
+    return (
+        f"Batch {batch.batch_id} of {batch.source_table}: a version of key {key} has _fivetran_start {start}, which"
+        " the table already holds, and the batch gives no earliest start for the key that would replace it (spec"
+        " rules 6, 7, 9). This batch and the later ones were not applied."
+    )

@@ -1,0 +1,118 @@
+"""The history table itself: its columns (from the model's staged rows), how it writes
+transaction time (the project's vars), creating it, and adding the columns a batch brings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from lakehistory.history.rules import SYSTEM, Layout
+from lakehistory.history.sql import cols, q
+from lakehistory.landing.batch import ACTIVE, END, START, SYNCED
+
+MAX_BIGINT = 9223372036854775807
+MAX_TIMESTAMP = "timestamp'9999-12-31 23:59:59.999999'"
+HISTORY_COLUMNS = ("valid_from", "valid_to", "removal")
+
+
+class HistoryError(RuntimeError):
+    """A batch the rules cannot apply, or a model the strategy cannot serve."""
+
+
+@dataclass(frozen=True)
+class Versioning:
+    """How transaction time is written (the project vars; see macros/time_travel/versioning.sql)."""
+
+    version_type: str = "integer"  # or 'timestamp'
+    open_end: str = "max"  # or 'null'
+    append_only: bool = False
+
+    @property
+    def sql_type(self) -> str:
+        return "bigint" if self.version_type == "integer" else "timestamp"
+
+    @property
+    def open(self) -> str:
+        if self.open_end == "null":
+            return "null"
+        return str(MAX_BIGINT) if self.version_type == "integer" else MAX_TIMESTAMP
+
+    def is_current(self, alias: str) -> str:
+        if self.open_end == "null" or self.append_only:
+            return f"{alias}.`valid_to` is null"
+        return f"{alias}.`valid_to` = {self.open}"
+
+
+def layout_of(spark: SparkSession, staged: str, keys: Sequence[str], deleted_column: str | None) -> Layout:
+    fields = [f for f in spark.table(staged).schema.fields if not f.name.startswith("_lh_")]
+    types = {f.name: f.dataType.simpleString() for f in fields}
+    for system in SYSTEM:
+        if system not in types:
+            raise HistoryError(f"the model's rows lack {system}; select from lakehistory.landing_batches(...).")
+    for key in keys:
+        if key not in types:
+            raise HistoryError(f"key column {key} is not a column of the model's rows.")
+    data = tuple(f.name for f in fields if f.name not in keys and not f.name.startswith("_fivetran_"))
+    if deleted_column and deleted_column not in data:
+        raise HistoryError(f"deleted_column {deleted_column} is not a column of the model's rows.")
+    return Layout(tuple(keys), data, types, deleted_column)
+
+
+def create_table(spark: SparkSession, target: str, layout: Layout, versions: Versioning) -> None:
+    columns = [f"{q(c)} {layout.types[c]}" for c in (*layout.keys, *layout.data)]
+    columns += [
+        f"{q(START)} timestamp not null",
+        f"{q(END)} timestamp not null",
+        f"{q(ACTIVE)} boolean not null",
+        f"{q(SYNCED)} timestamp",
+        f"`valid_from` {versions.sql_type} not null comment 'First transaction this row is part of (inclusive)'",
+    ]
+    if versions.append_only:
+        columns.append(
+            "`removal` boolean not null comment 'True on a row that records that this (key, _fivetran_start) row"
+            " left the table at valid_from'"
+        )
+        clustering = [*layout.keys[:3], "valid_from"]
+    else:
+        not_null = " not null" if versions.open_end == "max" else ""
+        open_text = versions.open.replace("'", "")
+        columns.append(
+            f"`valid_to` {versions.sql_type}{not_null} comment 'Transaction that closed this row (exclusive);"
+            f" open rows hold {open_text}'"
+        )
+        clustering = [*layout.keys[:3], "valid_to"]
+    # Clustered by key (the merge reads a batch's keys) and by transaction time (as-of reads skip
+    # the files of versions closed before the version asked for).
+    spark.sql(
+        f"create table {target} ({', '.join(columns)}) using delta cluster by ({cols(clustering)})"
+        " tblproperties ('delta.enableDeletionVectors' = 'true')"
+    )
+
+
+def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
+    """Rule 17 "add the column": a column the rows bring that the table lacks joins the table
+    next to the source columns (its own commit, before the group's: a rerun finds it there)."""
+    stored = [f.name for f in spark.table(target).schema.fields]
+    names = [*layout.keys, *layout.data]
+    for name in stored:
+        if name not in names and not name.startswith("_fivetran_") and name not in HISTORY_COLUMNS:
+            raise HistoryError(
+                f"{target} has column {name}, which the source does not declare and no landed batch adds (spec rule"
+                " 17). Declare it in the source's columns with its data_type."
+            )
+    for i, name in enumerate(names):
+        if name not in stored:
+            spark.sql(f"alter table {target} add columns ({q(name)} {layout.types[name]} after {q(names[i - 1])})")
+
+
+def current_rows(target: str, layout: Layout, versions: Versioning) -> str:
+    """The history table's rows current in transaction time, as a subquery."""
+    if versions.append_only:
+        by = cols((*layout.keys, START))
+        return (
+            f"(select * except (`_lh_rank`, `removal`) from (select *, row_number() over (partition by {by}"
+            f" order by `valid_from` desc) as `_lh_rank` from {target}) where `_lh_rank` = 1 and not `removal`)"
+        )
+    return f"(select * from {target} as c where {versions.is_current('c')})"
