@@ -10,11 +10,11 @@ Per run of a history model:
    which batches are applied is decided by the history tables' own commits, so a run stopped
    after its commit never applies a batch twice.
 3. Apply the rest in groups of consecutive batches (group.py, by the rules of rules.py): one
-   query computes the group's changes, one Delta MERGE (or a plain append when no stored row closes) writes them, and the
-   commit carries the group's transactions. A batch with a truncate or schema change starts a
-   group (its rewrite of the stored rows reaches beyond its keys); a batch whose version clashes
-   with a stored row is refused after the batches before it are applied; a batch that puts a
-   version below a row still there ends its group.
+   query computes the group's changes, one Delta MERGE (or a plain append when no stored row
+   closes) writes them, and the commit carries the group's transactions. A batch with a truncate
+   or schema change starts a group (its rewrite of the stored rows reaches beyond its keys); a
+   batch whose version clashes with a stored row is refused after the batches before it are
+   applied; a batch that puts a version below a row still there ends its group.
 4. Record the group's transactions (gap-free ids in batch order, each with its own counts).
 """
 

@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 from .batch import Column
+from .files import is_plain_file_name
 from .spec import KINDS, SAFE_NAME, SCHEMA_OPS, TableSpec, batch_error, spark_type
 
 MANIFEST_SCHEMA = StructType(
@@ -110,6 +111,12 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
     if truncate and (truncate.get("mode") not in ("hard", "soft") or not truncate.get("before")):
         raise batch_error(folder, f"truncate needs mode 'hard' or 'soft' and a 'before' timestamp, not {truncate}")
     for entry in manifest["files"]:
+        if not is_plain_file_name(entry.get("path")):
+            raise batch_error(
+                folder,
+                f"file {entry.get('path')!r}: a manifest names each file by its name inside the batch folder,"
+                " without folders, '..', absolute paths, ':' or URL schemes",
+            )
         if entry.get("kind") not in KINDS:
             raise batch_error(
                 folder, f"file {entry.get('path')!r} has kind {entry.get('kind')!r}; expected one of {KINDS}"

@@ -12,7 +12,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .batch import ACTIVE, EARLIEST, END, START, SYNCED
-from .files import LandedFile, UnreadableFileError, csv_options, headers, read_csv_files, read_parquet_file
+from .files import (
+    LandedFile,
+    UnreadableFileError,
+    csv_options,
+    headers,
+    literal_path,
+    read_csv_files,
+    read_parquet_file,
+)
 from .spec import BATCH_META, INTEGER_TYPES, TableSpec, batch_error, first_line
 
 
@@ -59,7 +67,7 @@ def _entries(pending: list[dict]) -> list[_Entry]:
     entries: list[_Entry] = []
     for ordinal, m in enumerate(pending, start=1):
         for e in m["files"]:
-            path = f"{m['_folder']}/{m['batch_id']}/{e['path']}"
+            path = f"{m['_folder']}/{m['batch_id']}/{literal_path(e['path'])}"
             file = LandedFile(len(entries), m["batch_id"], e["path"], path, _file_format(e))
             entries.append(_Entry(file, e["kind"], ordinal, m))
     return entries
