@@ -203,6 +203,50 @@ def test_bad_batch_is_refused_and_nothing_changes(applied: HistoryCase, name: st
     assert applied.transactions() == before_txns
 
 
+# A manifest is untrusted: each path names a file that exists and that a reader without the check
+# would take (the applied batch's own file, or a file beside the landing), yet is refused.
+ESCAPES = {
+    "parent_folder": "../000001/replace_0.csv",
+    "beside_the_landing": "../../../outside_0.csv",
+    "absolute_path": "{outside}",
+    "url_scheme": "file://{outside}",
+    "subfolder": "sub/replace_0.csv",
+}
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+def test_file_outside_the_batch_folder_is_refused(applied: HistoryCase, name: str) -> None:
+    outside = applied.project.project_dir / "outside_0.csv"
+    outside.write_text(f"{HEADER}\n{ROW}\n")
+    path = ESCAPES[name].format(outside=outside)
+    before_rows, before_txns = applied.physical_rows(), applied.transactions()
+    folder = land_raw(applied, "000002", {}, {"files": [{"kind": "replace", "path": path}]})
+    if name == "subfolder":
+        (folder / "sub").mkdir()
+        (folder / "sub" / "replace_0.csv").write_text(f"{HEADER}\n{ROW}\n")
+    try:
+        error = applied.run_fails()
+    finally:
+        shutil.rmtree(folder)
+    assert "000002" in error and repr(path) in error and "inside the batch folder" in error, error
+    assert applied.physical_rows() == before_rows
+    assert applied.transactions() == before_txns
+
+
+def test_file_name_with_glob_characters_is_read_as_it_is(applied: HistoryCase) -> None:
+    """`replace[0].csv` is that file, not a pattern (which would match `replace0.csv`)."""
+    case = HistoryCase(applied.project, "globbed", COLS, ["id"])
+    land_raw(
+        case,
+        "000001",
+        {"replace[0].csv": f"{HEADER}\n{ROW}\n", "replace0.csv": f"{HEADER}\n{ROW.replace('3,three', '9,decoy')}\n"},
+        {"table": "globbed", "files": [{"kind": "replace", "path": "replace[0].csv"}]},
+        sequence=1,
+    )
+    case.run()
+    assert [(r["id"], r["name"]) for r in case.fivetran_rows()] == [(3, "three")]
+
+
 def test_update_for_a_table_that_does_not_exist_yet(applied: HistoryCase) -> None:
     case = HistoryCase(applied.project, "not_yet", COLS, ["id"])
     land_raw(case, "000001", {"update_0.csv": f"{HEADER}\n{ROW}\n"}, {"table": "not_yet"}, sequence=1)
