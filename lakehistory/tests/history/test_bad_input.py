@@ -54,7 +54,12 @@ def applied(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Histor
 
 
 def land_raw(
-    case: HistoryCase, batch_id: str, files: dict[str, bytes | str], manifest: dict | None = None, sequence: int = 2
+    case: HistoryCase,
+    batch_id: str,
+    files: dict[str, bytes | str],
+    manifest: dict | bool | None = None,
+    sequence: int = 2,
+    truncate_manifest: bool = False,
 ) -> Path:
     folder = case.project.landing / case.name / batch_id
     folder.mkdir(parents=True)
@@ -77,7 +82,8 @@ def land_raw(
             "files": entries,
             **(manifest or {}),
         }
-        (folder / "manifest.json").write_text(json.dumps(body))
+        text = json.dumps(body)
+        (folder / "manifest.json").write_text(text[: len(text) // 2] if truncate_manifest else text)
     return folder
 
 
@@ -180,6 +186,36 @@ CASES = {
         None,
         ["000002", "replace_1.csv, data row 2", "_fivetran_start", "yesterday"],
     ),
+    "manifest_not_json": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        "truncated",
+        ["000002", "manifest.json is not valid JSON", "line 1, column"],
+    ),
+    "manifest_field_of_the_wrong_type": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        {"sequence": "two"},
+        ["000002", "manifest.json field 'sequence' is \"two\"; expected an integer"],
+    ),
+    "manifest_of_an_unknown_format_version": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n"},
+        {"format_version": 99},
+        ["000002", "format_version 99", "reads format 1"],
+    ),
+    "row_with_too_many_fields": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n{ROW},extra\n"},
+        None,
+        ["000002", "replace_0.csv"],
+    ),
+    "row_with_too_few_fields": (
+        {"replace_0.csv": f"{HEADER}\n{ROW}\n{ROW.rsplit(',', 2)[0]}\n"},
+        None,
+        ["000002", "replace_0.csv"],
+    ),
+    "random_bytes_in_a_gzip_file": (
+        {"replace_0.csv.gz": bytes(range(256)) * 4},
+        None,
+        ["000002", "replace_0.csv.gz"],
+    ),
     "truncated_gzip_file": (
         {"replace_0.csv.gz": gzip.compress((f"{HEADER}\n" + f"{ROW}\n" * 2000).encode())[:300]},
         None,
@@ -192,7 +228,8 @@ CASES = {
 def test_bad_batch_is_refused_and_nothing_changes(applied: HistoryCase, name: str) -> None:
     files, manifest, expected = CASES[name]
     before_rows, before_txns = applied.physical_rows(), applied.transactions()
-    folder = land_raw(applied, "000002", files, manifest)
+    truncated = manifest == "truncated"
+    folder = land_raw(applied, "000002", files, None if truncated else manifest, truncate_manifest=truncated)
     try:
         error = applied.run_fails()
     finally:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, LongType, StringType, StructField, StructType
 
 from .batch import Column
 from .files import is_plain_file_name
-from .spec import KINDS, SAFE_NAME, SCHEMA_OPS, TableSpec, batch_error, spark_type
+from .spec import FORMAT_VERSION, KINDS, SAFE_NAME, SCHEMA_OPS, BatchError, TableSpec, batch_error, spark_type
 
 MANIFEST_SCHEMA = StructType(
     [
@@ -66,7 +68,8 @@ class Applied:
 
 
 def read_manifests(spark: SparkSession, landing_root: str, table: str) -> list[dict]:
-    """Every batch folder of the table with its manifest (None where the manifest is missing)."""
+    """Every batch folder of the table with its manifest (None where the manifest is missing).
+    Raises BatchError for a manifest that is not UTF-8 JSON of the declared layout."""
     base = f"{landing_root.rstrip('/')}/{table}"
     try:
         files = spark.read.format("binaryFile").load(f"{base}/*/*").select("path")
@@ -77,13 +80,62 @@ def read_manifests(spark: SparkSession, landing_root: str, table: str) -> list[d
         raise
     manifests: dict[str, dict] = {}
     if folders:
-        frame = spark.read.option("multiLine", True).schema(MANIFEST_SCHEMA).json(f"{base}/*/manifest.json")
-        for row in frame.withColumn("_path", F.col("_metadata.file_path")).collect():
-            manifests[row["_path"].rsplit("/", 2)[-2]] = {**row.asDict(recursive=True), "_folder": f"{base}"}
+        # The bytes, parsed here: Spark's JSON reader would turn a truncated file or a field of the
+        # wrong type into NULLs, and say nothing of where the text went wrong.
+        frame = spark.read.format("binaryFile").load(f"{base}/*/manifest.json").select("path", "content")
+        for row in frame.collect():  # one small document per landed batch
+            folder = row.path.rsplit("/", 2)[-2]
+            manifests[folder] = parse_manifest(folder, bytes(row.content)) | {"_folder": base}
     return [
         manifests.get(folder, {"_missing": True, "_folder_name": folder}) | {"_folder_name": folder}
         for folder in folders
     ]
+
+
+def parse_manifest(folder: str, content: bytes) -> dict:
+    """A manifest's fields, each of its declared type (MANIFEST_SCHEMA; an absent field is None),
+    or a BatchError that says what is wrong and where."""
+    try:
+        body = json.loads(content.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise batch_error(folder, f"manifest.json is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise batch_error(
+            folder, f"manifest.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    manifest = _conform(folder, "manifest.json", body, MANIFEST_SCHEMA)
+    version = manifest["format_version"]
+    if version != FORMAT_VERSION:
+        said = "lacks 'format_version'" if version is None else f"has format_version {version}"
+        raise batch_error(folder, f"manifest.json {said}; this version of lakehistory reads format {FORMAT_VERSION}")
+    return manifest
+
+
+def _conform(folder: str, where: str, value: Any, kind: DataType) -> Any:
+    """`value` (parsed JSON) checked against `kind`: an object's absent fields become None."""
+    if value is None:
+        return None
+
+    def wrong(expected: str) -> BatchError:
+        return batch_error(folder, f"{where} is {json.dumps(value)[:60]}; expected {expected}")
+
+    if isinstance(kind, StructType):
+        if not isinstance(value, dict):
+            raise wrong("an object")
+        return {f.name: _conform(folder, f"{where} field {f.name!r}", value.get(f.name), f.dataType) for f in kind}
+    if isinstance(kind, ArrayType):
+        if not isinstance(value, list):
+            raise wrong("a list")
+        return [_conform(folder, f"{where}[{i}]", v, kind.elementType) for i, v in enumerate(value)]
+    if isinstance(kind, LongType):
+        if type(value) is not int:
+            raise wrong("an integer")
+        return value
+    if where.endswith("field 'default'") and isinstance(value, int | float | bool):
+        return json.dumps(value)  # a schema change's default of a number or boolean column, as text
+    if not isinstance(value, str):
+        raise wrong("a string")
+    return value
 
 
 def _check_manifest(manifest: dict, spec: TableSpec) -> None:

@@ -10,6 +10,8 @@ from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, Stru
 
 from .batch import ACTIVE, EARLIEST, END, START, SYNCED, Column
 
+# The landing format's version (manifest.json `format_version`): what the writer writes, the only one staging reads.
+FORMAT_VERSION = 1
 KINDS = ("replace", "update", "delete", "earliest")
 SCHEMA_OPS = ("add_column", "drop_column")
 

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from .batch import EARLIEST, END, START, SYSTEM_COLUMNS, UNMODIFIED, Batch, Row
+from .spec import FORMAT_VERSION
 
 __all__ = ["FORMAT_VERSION", "format_timestamp", "format_value", "write_batch"]
 
-FORMAT_VERSION = 1
 
 FileFormat = Literal["csv", "parquet"]
 Compression = Literal["none", "gzip", "zstd"]
