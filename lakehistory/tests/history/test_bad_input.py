@@ -204,12 +204,12 @@ CASES = {
     "row_with_too_many_fields": (
         {"replace_0.csv": f"{HEADER}\n{ROW}\n{ROW},extra\n"},
         None,
-        ["000002", "replace_0.csv"],
+        ["000002", "replace_0.csv, data row 2", "do not line up with the header"],
     ),
     "row_with_too_few_fields": (
         {"replace_0.csv": f"{HEADER}\n{ROW}\n{ROW.rsplit(',', 2)[0]}\n"},
         None,
-        ["000002", "replace_0.csv"],
+        ["000002", "replace_0.csv, data row 2", "do not line up with the header"],
     ),
     "random_bytes_in_a_gzip_file": (
         {"replace_0.csv.gz": bytes(range(256)) * 4},

@@ -35,6 +35,9 @@ class LandedFile:
         return f"/{self.batch_id}/{self.entry}"
 
 
+# Set on a CSV row whose fields do not line up with its file's header (a field too many or too few).
+MALFORMED = "_lh_malformed"
+
 # Spark takes every path it reads as a Hadoop glob; these characters are escaped to read a name as it is.
 GLOB_CHARACTERS = "\\*?[]{}"
 
@@ -128,13 +131,17 @@ def read_csv_files(spark: SparkSession, files: Sequence[LandedFile], found: dict
     keys = spark.createDataFrame(paths, "_lh_spark_path string, _lh_file_key int")
     frames = []
     for header, group in by_header.items():
-        schema = StructType([StructField(n, StringType()) for n in header])
-        raw = csv_options(spark.read.schema(schema)).csv([f.path for f in group])
+        schema = StructType([StructField(n, StringType()) for n in [*header, MALFORMED]])
+        # A row whose fields do not line up with the header is kept, marked, so that validation
+        # names its file and data row (failing the read would name neither).
+        reader = csv_options(spark.read.schema(schema)).option("mode", "PERMISSIVE")
+        raw = reader.option("columnNameOfCorruptRecord", MALFORMED).csv([f.path for f in group])
         # Spark reads an empty field as NULL; in a batch file it is the empty string (spec rule 5),
         # and NULL is only ever the batch's null_string.
         frames.append(
             raw.select(
                 *[F.coalesce(F.col(f"`{n}`"), F.lit("")).alias(n) for n in header],
+                F.col(MALFORMED).isNotNull().alias(MALFORMED),
                 F.col("_metadata.file_path").alias("_lh_spark_path"),
                 F.monotonically_increasing_id().alias("_lh_at"),
             )

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from .batch import ACTIVE, EARLIEST, END, START, SYNCED
 from .files import (
+    MALFORMED,
     LandedFile,
     UnreadableFileError,
     csv_options,
@@ -136,6 +137,7 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
     wanted = [c.name for c in spec.columns] + [START, END, ACTIVE, SYNCED, EARLIEST]
     raw = raw.select(
         *[F.col(f"`{c}`") if c in raw.columns else F.lit(None).cast("string").alias(c) for c in wanted],
+        F.col(MALFORMED) if MALFORMED in raw.columns else F.lit(False).alias(MALFORMED),
         "_lh_file_key",
         "_lh_row",
     ).join(F.broadcast(_file_table(spark, spec, entries)), "_lh_file_key")
@@ -156,8 +158,11 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
         F.array(*[F.when(F.col(f"`{c.name}`") == unmodified_token, F.lit(c.name)) for c in spec.data_columns]),
         lambda name: name.isNotNull(),
     )
-    # A cell that is text (not a token) but does not convert: the first such column, per row.
+    # A row whose fields do not line up with the header, else a cell that is text (not a token) but
+    # does not convert: the first such column, per row.
+    malformed = F.coalesce(F.col(MALFORMED), F.lit(False))  # NULL in a Parquet file's rows
     bad_cell = F.coalesce(
+        F.when(malformed, F.lit("its fields do not line up with the header (a field too many or too few)")),
         *[
             F.when(
                 F.col(f"`{name}`").isNotNull()
@@ -167,7 +172,7 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
                 F.concat(F.lit(f"column {name}: {sql_type} expected, found "), F.to_json(F.array(F.col(f"`{name}`")))),
             )
             for name, sql_type in types.items()
-        ]
+        ],
     )
     return raw.select(
         *[value(name, sql_type).alias(name) for name, sql_type in types.items()],
