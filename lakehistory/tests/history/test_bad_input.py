@@ -216,6 +216,26 @@ CASES = {
         None,
         ["000002", "replace_0.csv.gz"],
     ),
+    "start_after_end": (
+        {"replace_0.csv": f"{HEADER}\n{ROW.replace('9999-12-31T23:59:59.999Z,true', '2024-05-01T00:00:00Z,false')}\n"},
+        None,
+        ["000002", "data row 1", "_fivetran_start 2024-05-02T00:00:00.000Z is after _fivetran_end 2024-05-01"],
+    ),
+    "active_row_without_the_open_end": (
+        {"replace_0.csv": f"{HEADER}\n{ROW.replace('9999-12-31T23:59:59.999Z', '2024-06-01T00:00:00Z')}\n"},
+        None,
+        ["000002", "data row 1", "an active row (_fivetran_active true) must have _fivetran_end 9999-12-31"],
+    ),
+    "inactive_row_with_the_open_end": (
+        {"replace_0.csv": f"{HEADER}\n{ROW.replace('.999Z,true', '.999Z,false')}\n"},
+        None,
+        ["000002", "data row 1", "an inactive row (_fivetran_active false) cannot have _fivetran_end 9999-12-31"],
+    ),
+    "text_that_is_not_utf8": (
+        {"replace_0.csv": f"{HEADER}\n{ROW.replace('three', 'café')}\n".encode("latin-1")},
+        None,
+        ["000002", "replace_0.csv, data row 1", "column name: the text is not valid UTF-8"],
+    ),
     "truncated_gzip_file": (
         {"replace_0.csv.gz": gzip.compress((f"{HEADER}\n" + f"{ROW}\n" * 2000).encode())[:300]},
         None,

@@ -48,6 +48,12 @@ def _expected_columns(spec: TableSpec, kind: str) -> tuple[set[str], set[str]]:
     return key | {START}, key | {START}
 
 
+# The open end of an active row's interval, as a file writes it.
+OPEN_END_TEXT = "9999-12-31T23:59:59.999Z"
+# What Spark reads bytes that are not UTF-8 as: a file's text is refused rather than stored so.
+REPLACEMENT_CHARACTER = "\ufffd"
+
+
 def typed(raw: SparkColumn, sql_type: str) -> SparkColumn:
     if sql_type in INTEGER_TYPES:  # a plain cast would truncate 1.5 to 1 with ANSI off
         return F.when(raw.rlike(r"^\s*[+-]?[0-9]+\s*$"), raw.cast(sql_type))
@@ -158,21 +164,32 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
         F.array(*[F.when(F.col(f"`{c.name}`") == unmodified_token, F.lit(c.name)) for c in spec.data_columns]),
         lambda name: name.isNotNull(),
     )
-    # A row whose fields do not line up with the header, else a cell that is text (not a token) but
-    # does not convert: the first such column, per row.
+    # What is wrong with a row, the first thing found: its fields do not line up with the header;
+    # a cell is not UTF-8; a cell is text (not a token) that does not convert; its interval is not
+    # a Fivetran row's.
     malformed = F.coalesce(F.col(MALFORMED), F.lit(False))  # NULL in a Parquet file's rows
+    not_utf8 = [
+        F.when(
+            F.col(f"`{name}`").contains(REPLACEMENT_CHARACTER),
+            F.lit(f"column {name}: the text is not valid UTF-8 (a file's text must be UTF-8)"),
+        )
+        for name in types
+    ]
+    does_not_convert = [
+        F.when(
+            F.col(f"`{name}`").isNotNull()
+            & (F.col(f"`{name}`") != null_token)
+            & (F.col(f"`{name}`") != unmodified_token)
+            & value(name, sql_type).isNull(),
+            F.concat(F.lit(f"column {name}: {sql_type} expected, found "), F.to_json(F.array(F.col(f"`{name}`")))),
+        )
+        for name, sql_type in types.items()
+    ]
     bad_cell = F.coalesce(
         F.when(malformed, F.lit("its fields do not line up with the header (a field too many or too few)")),
-        *[
-            F.when(
-                F.col(f"`{name}`").isNotNull()
-                & (F.col(f"`{name}`") != null_token)
-                & (F.col(f"`{name}`") != unmodified_token)
-                & value(name, sql_type).isNull(),
-                F.concat(F.lit(f"column {name}: {sql_type} expected, found "), F.to_json(F.array(F.col(f"`{name}`")))),
-            )
-            for name, sql_type in types.items()
-        ],
+        *not_utf8,
+        *does_not_convert,
+        _bad_interval(value(START, "timestamp"), value(END, "timestamp"), value(ACTIVE, "boolean")),
     )
     return raw.select(
         *[value(name, sql_type).alias(name) for name, sql_type in types.items()],
@@ -195,6 +212,33 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
         "_lh_row",
         bad_cell.alias("_lh_bad_cell"),
         _token_misuse(spec, unmodified_token, null_token).alias("_lh_misuse"),
+    )
+
+
+def _bad_interval(start: SparkColumn, end: SparkColumn, active: SparkColumn) -> SparkColumn:
+    """A version (replace or update row) whose interval no Fivetran row has: it starts after it
+    ends, or it is active without the open end (or inactive with it)."""
+    version = F.col("_lh_kind").isin("replace", "update")
+    open_end = F.lit(OPEN_END_TEXT).cast("timestamp")
+    shown = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
+    return F.coalesce(
+        F.when(
+            version & (start > end),
+            F.concat(
+                F.lit(f"{START} "),
+                F.date_format(start, shown),
+                F.lit(f" is after {END} "),
+                F.date_format(end, shown),
+            ),
+        ),
+        F.when(
+            version & active & (end != open_end),
+            F.lit(f"an active row ({ACTIVE} true) must have {END} {OPEN_END_TEXT}, the open end"),
+        ),
+        F.when(
+            version & ~active & (end == open_end),
+            F.lit(f"an inactive row ({ACTIVE} false) cannot have {END} {OPEN_END_TEXT}, the open end"),
+        ),
     )
 
 
