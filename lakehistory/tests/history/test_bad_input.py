@@ -214,7 +214,7 @@ CASES = {
     "random_bytes_in_a_gzip_file": (
         {"replace_0.csv.gz": bytes(range(256)) * 4},
         None,
-        ["000002", "replace_0.csv.gz"],
+        ["000002", "replace_0.csv.gz", "not a gzip file"],
     ),
     "start_after_end": (
         {"replace_0.csv": f"{HEADER}\n{ROW.replace('9999-12-31T23:59:59.999Z,true', '2024-05-01T00:00:00Z,false')}\n"},

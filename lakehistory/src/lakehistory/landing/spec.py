@@ -96,8 +96,25 @@ def batch_error(batch: str, message: str) -> BatchError:
 
 
 def first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
+    """What went wrong, in one line: for an error from the JVM its root cause (Py4J's own first
+    line, "An error occurred while calling o123.csv.", says nothing)."""
+    text = _root_cause(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
+
+
+def _root_cause(exc: Exception) -> str:
+    cause = getattr(exc, "java_exception", None)  # a Py4JJavaError's Java exception
+    if cause is None:
+        return str(exc)
+    try:
+        for _ in range(20):  # the chain of causes, to the innermost
+            inner = cause.getCause()
+            if inner is None or inner.equals(cause):
+                break
+            cause = inner
+        return f"{cause.getClass().getSimpleName()}: {cause.getMessage()}"
+    except Exception:  # the JVM is gone: what Python has
+        return str(exc)
 
 
 def spec_columns(columns: Sequence[Sequence[str]]) -> tuple[Column, ...]:
