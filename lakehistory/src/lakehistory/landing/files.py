@@ -48,18 +48,6 @@ def literal_path(name: str) -> str:
     return "".join("\\" + c if c in GLOB_CHARACTERS else c for c in name)
 
 
-def is_plain_file_name(name: object) -> bool:
-    """A name a manifest may give a file: one name inside its batch folder. No folder separators
-    or `..` (a file elsewhere), no `:` (Hadoop reads `scheme:` as a URL: `file:/etc/passwd`),
-    no control characters."""
-    return (
-        isinstance(name, str)
-        and name not in ("", ".", "..")
-        and not any(c in name for c in "/\\:")
-        and name.isprintable()
-    )
-
-
 class UnreadableFileError(Exception):
     """A file Spark cannot read; `file` says which."""
 

@@ -11,8 +11,17 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, LongType, StringType, StructField, StructType
 
 from .batch import Column
-from .files import is_plain_file_name
-from .spec import FORMAT_VERSION, KINDS, SAFE_NAME, SCHEMA_OPS, BatchError, TableSpec, batch_error, spark_type
+from .spec import (
+    FORMAT_VERSION,
+    KINDS,
+    SAFE_NAME,
+    SCHEMA_OPS,
+    BatchError,
+    TableSpec,
+    batch_error,
+    is_plain_name,
+    spark_type,
+)
 
 MANIFEST_SCHEMA = StructType(
     [
@@ -111,8 +120,9 @@ def parse_manifest(folder: str, content: bytes) -> dict:
     return manifest
 
 
-def _conform(folder: str, where: str, value: Any, kind: DataType) -> Any:
-    """`value` (parsed JSON) checked against `kind`: an object's absent fields become None."""
+def _conform(folder: str, where: str, value: Any, kind: DataType, scalar_as_text: bool = False) -> Any:
+    """`value` (parsed JSON) checked against `kind`: an object's absent fields become None;
+    `scalar_as_text` takes a number or boolean for a string, as its JSON text."""
     if value is None:
         return None
 
@@ -122,7 +132,11 @@ def _conform(folder: str, where: str, value: Any, kind: DataType) -> Any:
     if isinstance(kind, StructType):
         if not isinstance(value, dict):
             raise wrong("an object")
-        return {f.name: _conform(folder, f"{where} field {f.name!r}", value.get(f.name), f.dataType) for f in kind}
+        # A schema change's default is text, a number or a boolean, as the column's type wants.
+        return {
+            f.name: _conform(folder, f"{where} field {f.name!r}", value.get(f.name), f.dataType, f.name == "default")
+            for f in kind
+        }
     if isinstance(kind, ArrayType):
         if not isinstance(value, list):
             raise wrong("a list")
@@ -131,8 +145,8 @@ def _conform(folder: str, where: str, value: Any, kind: DataType) -> Any:
         if type(value) is not int:
             raise wrong("an integer")
         return value
-    if where.endswith("field 'default'") and isinstance(value, int | float | bool):
-        return json.dumps(value)  # a schema change's default of a number or boolean column, as text
+    if scalar_as_text and isinstance(value, int | float | bool):
+        return json.dumps(value)
     if not isinstance(value, str):
         raise wrong("a string")
     return value
@@ -163,7 +177,7 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
     if truncate and (truncate.get("mode") not in ("hard", "soft") or not truncate.get("before")):
         raise batch_error(folder, f"truncate needs mode 'hard' or 'soft' and a 'before' timestamp, not {truncate}")
     for entry in manifest["files"]:
-        if not is_plain_file_name(entry.get("path")):
+        if not is_plain_name(entry.get("path")):
             raise batch_error(
                 folder,
                 f"file {entry.get('path')!r}: a manifest names each file by its name inside the batch folder,"

@@ -91,6 +91,19 @@ def spark_type(sql_type: str):
     return _parse_datatype_string(sql_type)
 
 
+def is_plain_name(name: object) -> bool:
+    """A name of one file or folder inside its parent (a table's folder, a batch folder, a batch's
+    file), which a manifest may use and the writer writes. No folder separators
+    or `..` (a file elsewhere), no `:` (Hadoop reads `scheme:` as a URL: `file:/etc/passwd`),
+    no control characters."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and not any(c in name for c in "/\\:")
+        and name.isprintable()
+    )
+
+
 def batch_error(batch: str, message: str) -> BatchError:
     return BatchError(f"Batch {batch}: {message}")
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from .batch import EARLIEST, END, START, SYSTEM_COLUMNS, UNMODIFIED, Batch, Row
-from .spec import FORMAT_VERSION
+from .spec import FORMAT_VERSION, is_plain_name
 
 __all__ = ["FORMAT_VERSION", "format_timestamp", "format_value", "write_batch"]
 
@@ -198,7 +198,7 @@ def _manifest(batch: Batch, files: list[dict[str, str]]) -> dict[str, Any]:
 
 
 def _check_name(what: str, name: str) -> None:
-    if not name or name in (".", "..") or "/" in name or "\\" in name:
+    if not is_plain_name(name):
         raise ValueError(f"{what} {name!r} cannot be a folder name")
 
 
