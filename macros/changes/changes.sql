@@ -52,7 +52,7 @@ pending as (
         t.`started_at`
     from {{ lakehistory.transactions_relation() }} as t
     where
-        t.`history_table` = '{{ history | replace("'", "") }}'
+        t.`history_table` = {{ lakehistory._text(history) }}
         and t.`operation` in ('{{ operations | join("', '") }}')
         and t.`txn_id` > {{ after_txn }}
         and {{ 'true' if first is not none else 'false' }}
@@ -152,7 +152,7 @@ changes as (
   {%- endif -%}
   {%- set row = run_query(
       "select min(txn_id), date_format(min(started_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ transactions
-      ~ " where history_table = '" ~ (history | replace("'", "")) ~ "' and operation in ('" ~ (operations | join("', '"))
+      ~ " where history_table = " ~ lakehistory._text(history) ~ " and operation in ('" ~ (operations | join("', '"))
       ~ "') and txn_id > " ~ (after_txn | int)).rows[0] -%}
   {%- if row[0] is none -%}{{ return(none) }}{%- endif -%}
   {{ return(row[0] | int if lakehistory.version_type() == 'integer' else "timestamp'" ~ row[1] ~ "'") }}

@@ -70,12 +70,12 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
     {%- set after = 0 -%}
     {%- if execute and is_incremental() -%}
       {#- a literal, so the events table's scan skips the files of transactions already counted -#}
-      {%- set after = run_query("select coalesce(max(`trans_id`), 0) from " ~ this ~ " where `table_name` = '"
-          ~ (name | replace("'", "")) ~ "'").rows[0][0] | int -%}
+      {%- set after = run_query("select coalesce(max(`trans_id`), 0) from " ~ this ~ " where `table_name` = "
+          ~ lakehistory._text(name)).rows[0][0] | int -%}
     {%- endif -%}
     {%- do parts.append(
-        "select `_hist_trans_id` as `trans_id`, `_hist_user` as `user_name`, '" ~ (name | replace("'", ""))
-        ~ "' as `table_name`, `_hist_event` as `event`, `_hist_time` as `at`, count(*) as `rows_changed`\nfrom "
+        "select `_hist_trans_id` as `trans_id`, `_hist_user` as `user_name`, " ~ lakehistory._text(name)
+        ~ " as `table_name`, `_hist_event` as `event`, `_hist_time` as `at`, count(*) as `rows_changed`\nfrom "
         ~ events ~ "\nwhere `_hist_trans_id` > " ~ after
         ~ "\ngroup by `_hist_trans_id`, `_hist_user`, `_hist_event`, `_hist_time`") -%}
   {%- endfor -%}
@@ -116,7 +116,7 @@ from (
   {%- if to_time is not none -%}{%- do window.append('`_hist_time` < (' ~ to_time ~ ')') -%}{%- endif -%}
   {%- set cells = [] -%}
   {%- for c in columns -%}
-    {%- do cells.append("named_struct('column_name', '" ~ c ~ "', 'old_value', cast(o." ~ adapter.quote(c)
+    {%- do cells.append("named_struct('column_name', " ~ lakehistory._text(c) ~ ", 'old_value', cast(o." ~ adapter.quote(c)
         ~ " as string), 'new_value', cast(n." ~ adapter.quote(c) ~ " as string))") -%}
   {%- endfor -%}
   {%- set merged_keys = [] -%}

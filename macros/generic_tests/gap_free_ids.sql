@@ -19,7 +19,7 @@ expected as (
 missing as (
     select
         expected.id,
-        concat('{{ column_name }} ', cast(expected.id as string), ' is missing') as problem
+        concat({{ lakehistory._text(column_name ~ ' ') }}, cast(expected.id as string), ' is missing') as problem
     from expected
     left anti join ids on expected.id = ids.id
 ),
@@ -27,7 +27,7 @@ missing as (
 repeated as (
     select
         id,
-        concat('{{ column_name }} ', coalesce(cast(id as string), 'NULL'), ' appears ', cast(count(*) as string), ' times') as problem
+        concat({{ lakehistory._text(column_name ~ ' ') }}, coalesce(cast(id as string), 'NULL'), ' appears ', cast(count(*) as string), ' times') as problem
     from ids
     where id is not null
     group by id
@@ -37,7 +37,7 @@ repeated as (
 unexpected as (
     select
         id,
-        concat('{{ column_name }} ', coalesce(cast(id as string), 'NULL'), ' is not an id from {{ first_id | int }} on') as problem
+        concat({{ lakehistory._text(column_name ~ ' ') }}, coalesce(cast(id as string), 'NULL'), ' is not an id from {{ first_id | int }} on') as problem
     from ids
     where id is null or id < {{ first_id | int }}
 )

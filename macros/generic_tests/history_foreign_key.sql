@@ -81,9 +81,9 @@ select
     reference as {{ fk }},
     concat(
         {%- for c in child_key %}
-        '{{ c }}=', coalesce(cast(k{{ loop.index0 }} as string), 'NULL'), ', ',
+        {{ lakehistory._text(c ~ '=') }}, coalesce(cast(k{{ loop.index0 }} as string), 'NULL'), ', ',
         {%- endfor %}
-        '{{ at }}=', cast(child_at as string), ', {{ column_name }}=', coalesce(cast(reference as string), 'NULL'), ': ',
+        {{ lakehistory._text(at ~ '=') }}, cast(child_at as string), {{ lakehistory._text(', ' ~ column_name ~ '=') }}, coalesce(cast(reference as string), 'NULL'), ': ',
         case
             when reference is null then 'no history foreign key, but the parent has versions'
             when {{ key_null | join(' or ') }} then 'a history foreign key without a foreign key'

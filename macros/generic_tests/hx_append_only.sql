@@ -30,7 +30,7 @@ select
     cast(null as bigint) as id,
     txn as {{ txn }},
     concat(
-        '{{ transaction }} ', coalesce(cast(txn as string), 'NULL'), ' recorded ids from ', cast(first_id as string),
+        {{ lakehistory._text(transaction ~ ' ') }}, coalesce(cast(txn as string), 'NULL'), ' recorded ids from ', cast(first_id as string),
         ', not above the ids of earlier transactions (up to ', cast(earlier_last_id as string), ')'
     ) as problem
 from ordered
@@ -42,8 +42,8 @@ select
     {{ id }} as id,
     min({{ txn }}) as {{ txn }},
     concat(
-        '{{ column_name }} ', coalesce(cast({{ id }} as string), 'NULL'), ' appears ', cast(count(*) as string),
-        ' times ({{ transaction }} ', array_join(array_sort(collect_set(cast({{ txn }} as string))), ', '), ')'
+        {{ lakehistory._text(column_name ~ ' ') }}, coalesce(cast({{ id }} as string), 'NULL'), ' appears ', cast(count(*) as string),
+        {{ lakehistory._text(' times (' ~ transaction ~ ' ') }}, array_join(array_sort(collect_set(cast({{ txn }} as string))), ', '), ')'
     ) as problem
 from {{ model }}
 group by {{ id }}

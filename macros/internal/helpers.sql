@@ -30,3 +30,10 @@
 {% macro _builds() %}
   {{ return(execute and flags.WHICH not in ('compile', 'generate', 'list', 'ls', 'parse')) }}
 {% endmacro %}
+
+
+{#- A SQL string literal holding `text` (a column or table name, never a data value): quotes and
+    backslashes escaped, so a name like it's stays one literal. -#}
+{% macro _text(text) %}
+  {{- return("'" ~ (text | string | replace("\\", "\\\\") | replace("'", "\\'")) ~ "'") -}}
+{% endmacro %}

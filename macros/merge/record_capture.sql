@@ -25,8 +25,8 @@
       {{ txn_id }},
       {{ lakehistory.naksha_uuid(txn_id, "timestamp'" ~ started_at ~ "'", 0) }},
       'snapshot',
-      '{{ source_table | replace("'", "") }}',
-      '{{ this | replace("'", "") }}',
+      {{ lakehistory._text(source_table) }},
+      {{ lakehistory._text(this) }},
       {{ day }},
       null,
       e.author,
@@ -51,7 +51,7 @@
       and not exists (
           select 1 from {{ transactions }} as t
           where t.operation = 'snapshot'
-              and t.history_table = '{{ this | replace("'", "") }}'
+              and t.history_table = {{ lakehistory._text(this) }}
               and t.batch_id = {{ day }}
       )
 {% endmacro %}

@@ -28,7 +28,7 @@
   {%- set parts = [] -%}
   {%- for node in lakehistory.history_nodes() -%}
     {%- set relation = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) -%}
-    {%- do parts.append("select '" ~ node.name ~ "' as table_name, " ~ lakehistory.current_version(relation) ~ " as version") -%}
+    {%- do parts.append("select " ~ lakehistory._text(node.name) ~ " as table_name, " ~ lakehistory.current_version(relation) ~ " as version") -%}
   {%- endfor -%}
   {%- if not parts -%}
     {{ return("(select cast(null as string) as table_name, cast(null as bigint) as version where false)") }}

@@ -14,6 +14,7 @@ from history_case import SUPERSET, HistoryCase, T, batch, naive, normalize, pad,
 from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, examples, unique_schema
+from lakehistory.history import apply
 from lakehistory.landing.batch import ACTIVE, ONE_MS, START, Column
 from oracle.fivetran import apply_batch
 from oracle.replay import DELETE, INSERT, UPDATE_FROM, UPDATE_TO, decode, replay_events, replay_states
@@ -376,3 +377,71 @@ def test_a_data_column_named_like_a_state_column_stops_the_feature_states(projec
     assert "dial_states: " in error and "has a column version, a name this model gives a column of its own" in error
     # the event history has no column of that name: it was built, in the run that made its history table
     assert [r["version"] for r in read(project, "dial_events", "_hist_trans_id")] == ["v1"]
+
+
+# Names a user's source may have: a space and other characters Delta stores only with column
+# mapping, a quote, a backtick, a reserved word.
+ODD = [Column("id", "bigint"), Column("first name", "string"), Column("it's", "string")]
+ODD += [Column("back`tick", "bigint"), Column("select", "string"), Column("rate (a=b; c)", "double")]
+
+
+def test_any_column_name_a_delta_table_can_hold(project: DbtProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    """History, events, states and the column change log over columns with such names. The
+    history table turns column mapping on itself; the event and state models by their config."""
+    case = HistoryCase(project, "odd", ODD, ["id"])
+    folder = project.project_dir / "models" / "under_test"
+    config = (
+        "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false,"
+        " tblproperties={'delta.columnMapping.mode': 'name'}) }}\n"
+    )
+    (folder / "odd_events.sql").write_text(config + "{{ lakehistory.event_history(ref('odd')) }}\n")
+    (folder / "odd_states.sql").write_text(config + "{{ lakehistory.feature_states(ref('odd')) }}\n")
+
+    def values(n: int, text: str) -> dict:
+        return {"first name": text, "it's": f"{text}'s", "back`tick": n, "select": "from", "rate (a=b; c)": n / 2}
+
+    first = [version(T(1), id=1, **values(1, "ann")), version(T(1), id=2, **values(2, "bo"))]
+    case.land(batch("odd", ODD, "id", 1, "alice", first))
+
+    # A first run that fails after creating the history table leaves no table behind.
+    def fail(point: str) -> None:
+        if point == "recovered":
+            raise RuntimeError("stopped on purpose")
+
+    monkeypatch.setattr(apply, "_reached", fail)
+    assert "stopped on purpose" in case.run_fails()
+    assert not case.exists()
+    monkeypatch.setattr(apply, "_reached", lambda point: None)
+
+    run(project, "odd")
+    second = [version(T(2), id=1, **{**values(1, "ann"), "first name": "anne", "back`tick": 10})]
+    case.land(batch("odd", ODD, "id", 2, "bob", second, deletes=[(2, T(2))]))
+    run(project, "odd")
+
+    expected = [first[0] | {"_fivetran_end": T(2) - ONE_MS, ACTIVE: False}, first[1], second[0]]
+    expected[1] = expected[1] | {"_fivetran_end": T(2), ACTIVE: False}
+    assert case.fivetran_rows() == case.expected(expected)
+    mapping = project.rows("show tblproperties {schema}.odd ('delta.columnMapping.mode')")
+    assert [r["value"] for r in mapping] == ["name"]
+    events = read(project, "odd_events", "_hist_trans_id, id, _hist_event")
+    assert [(e["id"], e["_hist_event"], e["first name"], e["back`tick"]) for e in events] == [
+        (1, INSERT, "ann", 1),
+        (2, INSERT, "bo", 2),
+        (1, UPDATE_FROM, "ann", 1),
+        (1, UPDATE_TO, "anne", 10),
+        (2, DELETE, "bo", 2),
+    ]
+    states = read(project, "odd_states", "id, version")
+    assert [(s["id"], s["action"], s["it's"]) for s in states] == [
+        (1, "CREATE", "ann's"),
+        (1, "UPDATE", "ann's"),
+        (2, "CREATE", "bo's"),
+        (2, "DELETE", "bo's"),
+    ]
+    changes = project.rows(
+        project.compile_inline(
+            "select column_name, old_value, new_value from {{ lakehistory.column_changes(ref('odd_events')) }}"
+            " where action = 'update'"
+        )
+    )
+    assert sorted(tuple(c.values()) for c in changes) == [("back`tick", "1", "10"), ("first name", "ann", "anne")]

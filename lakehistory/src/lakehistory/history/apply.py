@@ -91,21 +91,32 @@ def apply_pending(
     else:
         add_new_columns(spark, target, layout)
     _reached("columns_added")
-    state, recovered = _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
-    _reached("recovered")
-
-    pending = _pending(spark, staged, recovered, layout.keys[0])
     outcome = Outcome()
-    at = 0
-    while at < len(pending):
-        end = next((i for i in range(at + 1, len(pending)) if pending[i].rewrites), len(pending))
-        if max_batches_per_commit:
-            end = min(end, at + int(max_batches_per_commit))
-        taken, state = _apply_group(
-            spark, target, staged, transactions, layout, versions, uuid_sql, pending[at:end], state, outcome
-        )
-        at += taken
+    try:
+        state, recovered = _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
+        _reached("recovered")
+        pending = _pending(spark, staged, recovered, layout.keys[0])
+        at = 0
+        while at < len(pending):
+            end = next((i for i in range(at + 1, len(pending)) if pending[i].rewrites), len(pending))
+            if max_batches_per_commit:
+                end = min(end, at + int(max_batches_per_commit))
+            taken, state = _apply_group(
+                spark, target, staged, transactions, layout, versions, uuid_sql, pending[at:end], state, outcome
+            )
+            at += taken
+    except Exception:
+        if not exists:
+            _drop_if_never_written(spark, target)
+        raise
     return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
+
+
+def _drop_if_never_written(spark: SparkSession, target: str) -> None:
+    """A first run that failed before its first commit leaves no empty table behind: the next run
+    creates it again, with the columns the rows have then."""
+    if spark.sql(f"describe history {target} limit 1").first().version == 0:
+        spark.sql(f"drop table if exists {target}")
 
 
 # --- what is pending ---------------------------------------------------------------------------------

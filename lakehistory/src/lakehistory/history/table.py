@@ -15,6 +15,9 @@ from lakehistory.landing.batch import ACTIVE, END, START, SYNCED
 MAX_BIGINT = 9223372036854775807
 MAX_TIMESTAMP = "timestamp'9999-12-31 23:59:59.999999'"
 HISTORY_COLUMNS = ("valid_from", "valid_to", "removal")
+# Delta stores a column whose name holds one of these only with column mapping by name.
+MAPPED_NAME_CHARACTERS = frozenset(" ,;{}()\n\t=")
+COLUMN_MAPPING = "'delta.columnMapping.mode' = 'name'"
 
 
 class HistoryError(RuntimeError):
@@ -60,6 +63,10 @@ def layout_of(spark: SparkSession, staged: str, keys: Sequence[str], deleted_col
     return Layout(tuple(keys), data, types, deleted_column)
 
 
+def needs_column_mapping(names: Sequence[str]) -> bool:
+    return any(MAPPED_NAME_CHARACTERS.intersection(name) for name in names)
+
+
 def create_table(spark: SparkSession, target: str, layout: Layout, versions: Versioning) -> None:
     columns = [f"{q(c)} {layout.types[c]}" for c in (*layout.keys, *layout.data)]
     columns += [
@@ -83,11 +90,14 @@ def create_table(spark: SparkSession, target: str, layout: Layout, versions: Ver
             f" open rows hold {open_text}'"
         )
         clustering = [*layout.keys[:3], "valid_to"]
+    properties = ["'delta.enableDeletionVectors' = 'true'"]
+    if needs_column_mapping([*layout.keys, *layout.data]):
+        properties.append(COLUMN_MAPPING)
     # Clustered by key (the merge reads a batch's keys) and by transaction time (as-of reads skip
     # the files of versions closed before the version asked for).
     spark.sql(
         f"create table {target} ({', '.join(columns)}) using delta cluster by ({cols(clustering)})"
-        " tblproperties ('delta.enableDeletionVectors' = 'true')"
+        f" tblproperties ({', '.join(properties)})"
     )
 
 
@@ -102,6 +112,11 @@ def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
                 f"{target} has column {name}, which the source does not declare and no landed batch adds (spec rule"
                 " 17). Declare it in the source's columns with its data_type."
             )
+    added = [name for name in names if name not in stored]
+    if needs_column_mapping(added) and not needs_column_mapping(stored):
+        mode = spark.sql(f"show tblproperties {target} ('delta.columnMapping.mode')").collect()
+        if not mode or mode[0].value != "name":
+            spark.sql(f"alter table {target} set tblproperties ({COLUMN_MAPPING})")
     for i, name in enumerate(names):
         if name not in stored:
             spark.sql(f"alter table {target} add columns ({q(name)} {layout.types[name]} after {q(names[i - 1])})")

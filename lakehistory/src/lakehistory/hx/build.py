@@ -9,6 +9,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakehistory.history.sql import q
 from lakehistory.hx.corrections import corrections
 from lakehistory.hx.foreign_keys import resolve_foreign_key
 from lakehistory.hx.model import (
@@ -86,7 +87,7 @@ def build_hx(
 
 def _empty(session: SparkSession, spec: HxSpec, like: DataFrame) -> DataFrame:
     types = dict(like.dtypes)
-    fields = [f"`{c}` {types[c]}" for c in spec.columns]
+    fields = [f"{q(c)} {types[c]}" for c in spec.columns]
     fields += [f"{MOD_TIME} timestamp", f"{MOD_USER} string", f"{DELETED} boolean", f"{spec.hx_id} bigint"]
     fields += [f"{fk.hx_column} bigint" for fk in spec.foreign_keys] + [f"{TXN_ID} bigint"]
     return session.createDataFrame([], ", ".join(fields))

@@ -8,6 +8,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakehistory.history.sql import q
 from lakehistory.hx.model import DELETED, MOD_TIME, col
 
 
@@ -17,7 +18,7 @@ def _content_equal(a: str, b: str, cols: Sequence[str]) -> Column:
     a_gone = F.col(a).isNull() | F.col(f"{a}.c_deleted")
     b_gone = F.col(b).isNull() | F.col(f"{b}.c_deleted")
     same_values = reduce(
-        lambda x, y: x & y, [F.col(f"{a}.`{c}`").eqNullSafe(F.col(f"{b}.`{c}`")) for c in cols], F.lit(True)
+        lambda x, y: x & y, [F.col(f"{a}.{q(c)}").eqNullSafe(F.col(f"{b}.{q(c)}")) for c in cols], F.lit(True)
     )
     return F.coalesce((a_gone & b_gone) | (~a_gone & ~b_gone & same_values), F.lit(False))
 

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehistory.history.sql import q
+
 from .rows import read_csv, typed
 from .spec import first_line
 
@@ -92,15 +94,13 @@ def read_extract(
     bad_cell = F.coalesce(
         *[
             F.when(
-                F.col(f"`{c}`").isNotNull() & typed(F.col(f"`{c}`"), t).isNull(),
-                F.concat(F.lit(f"column {c}: {t} expected, found "), F.to_json(F.array(F.col(f"`{c}`")))),
+                F.col(q(c)).isNotNull() & typed(F.col(q(c)), t).isNull(),
+                F.concat(F.lit(f"column {c}: {t} expected, found "), F.to_json(F.array(F.col(q(c))))),
             )
             for c, t in types.items()
         ]
     )
-    null_key = F.coalesce(
-        *[F.when(F.col(f"`{k}`").isNull(), F.lit(f"column {k}: the key may not be NULL")) for k in key]
-    )
+    null_key = F.coalesce(*[F.when(F.col(q(k)).isNull(), F.lit(f"column {k}: the key may not be NULL")) for k in key])
     problems = numbered.select("_lh_row", F.coalesce(null_key, bad_cell).alias("problem")).where(
         F.col("problem").isNotNull()
     )
@@ -110,8 +110,8 @@ def read_extract(
         raise fail(f"cannot be read: {first_line(exc)}") from exc
     if first:
         raise fail(f"data row {first[0]._lh_row}: {first[0].problem}")
-    rows = numbered.select(*[typed(F.col(f"`{c}`"), t).alias(c) for c, t in types.items()], "_lh_row")
-    duplicates = rows.groupBy(*key).agg(F.min("_lh_row").alias("_lh_row"), F.count("*").alias("n")).where("n > 1")
+    rows = numbered.select(*[typed(F.col(q(c)), t).alias(c) for c, t in types.items()], "_lh_row")
+    duplicates = rows.groupBy(*[F.col(q(k)) for k in key]).agg(F.min("_lh_row").alias("_lh_row"), F.count("*").alias("n")).where("n > 1")
     if dup := duplicates.orderBy("_lh_row").limit(1).collect():
         shown = ", ".join(f"{k}={dup[0][k]}" for k in key)
         raise fail(f"data row {dup[0]._lh_row}: key ({shown}) appears {dup[0].n} times")
@@ -145,7 +145,9 @@ def stage_next_extract(
         )
     pick = todo[0] if todo else (days[-1] if days else None)
     if pick is None:
-        schema = ", ".join([f"`{c}` {t}" for c, t in columns] + [f"{EXTRACTED_AT} timestamp", f"{EXTRACTED_BY} string"])
+        schema = ", ".join(
+            [f"{q(c)} {t}" for c, t in columns] + [f"{EXTRACTED_AT} timestamp", f"{EXTRACTED_BY} string"]
+        )
         frame = spark.createDataFrame([], schema)
     else:
         frame = read_extract(spark, pick[1], pick[0], table, key, columns)

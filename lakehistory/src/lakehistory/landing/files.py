@@ -19,6 +19,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from lakehistory.history.sql import q
+
 
 @dataclass(frozen=True)
 class LandedFile:
@@ -128,7 +130,7 @@ def read_csv_files(spark: SparkSession, files: Sequence[LandedFile], found: dict
         # and NULL is only ever the batch's null_string.
         frames.append(
             raw.select(
-                *[F.coalesce(F.col(f"`{n}`"), F.lit("")).alias(n) for n in header],
+                *[F.coalesce(F.col(q(n)), F.lit("")).alias(n) for n in header],
                 F.col(MALFORMED).isNotNull().alias(MALFORMED),
                 F.col("_metadata.file_path").alias("_lh_spark_path"),
                 F.monotonically_increasing_id().alias("_lh_at"),
@@ -146,7 +148,7 @@ def read_parquet_file(spark: SparkSession, file: LandedFile) -> DataFrame:
     """A Parquet file's rows, every column cast to string, with `_lh_file_key` and `_lh_row`."""
     frame = spark.read.parquet(file.path)
     return frame.select(
-        *[F.col(f"`{c}`").cast("string").alias(c) for c in frame.columns],
+        *[F.col(q(c)).cast("string").alias(c) for c in frame.columns],
         F.lit(file.key).alias("_lh_file_key"),
         (F.monotonically_increasing_id() + 1).alias("_lh_row"),
     )

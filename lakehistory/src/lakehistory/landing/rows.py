@@ -11,6 +11,8 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehistory.history.sql import q
+
 from .batch import ACTIVE, EARLIEST, END, START, SYNCED
 from .files import (
     MALFORMED,
@@ -142,7 +144,7 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
     raw = _read_files(spark, spec, entries)
     wanted = [c.name for c in spec.columns] + [START, END, ACTIVE, SYNCED, EARLIEST]
     raw = raw.select(
-        *[F.col(f"`{c}`") if c in raw.columns else F.lit(None).cast("string").alias(c) for c in wanted],
+        *[F.col(q(c)) if c in raw.columns else F.lit(None).cast("string").alias(c) for c in wanted],
         F.col(MALFORMED) if MALFORMED in raw.columns else F.lit(False).alias(MALFORMED),
         "_lh_file_key",
         "_lh_row",
@@ -150,7 +152,7 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
     null_token, unmodified_token = F.col("_lh_null_token"), F.col("_lh_unmodified_token")
 
     def value(name: str, sql_type: str) -> SparkColumn:
-        cell = F.col(f"`{name}`")
+        cell = F.col(q(name))
         return F.when((cell == null_token) | (cell == unmodified_token), None).otherwise(typed(cell, sql_type))
 
     types = {c.name: c.type for c in spec.columns} | {
@@ -161,7 +163,7 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
         EARLIEST: "boolean",
     }
     unmodified = F.filter(
-        F.array(*[F.when(F.col(f"`{c.name}`") == unmodified_token, F.lit(c.name)) for c in spec.data_columns]),
+        F.array(*[F.when(F.col(q(c.name)) == unmodified_token, F.lit(c.name)) for c in spec.data_columns]),
         lambda name: name.isNotNull(),
     )
     # What is wrong with a row, the first thing found: its fields do not line up with the header;
@@ -170,18 +172,18 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
     malformed = F.coalesce(F.col(MALFORMED), F.lit(False))  # NULL in a Parquet file's rows
     not_utf8 = [
         F.when(
-            F.col(f"`{name}`").contains(REPLACEMENT_CHARACTER),
+            F.col(q(name)).contains(REPLACEMENT_CHARACTER),
             F.lit(f"column {name}: the text is not valid UTF-8 (a file's text must be UTF-8)"),
         )
         for name in types
     ]
     does_not_convert = [
         F.when(
-            F.col(f"`{name}`").isNotNull()
-            & (F.col(f"`{name}`") != null_token)
-            & (F.col(f"`{name}`") != unmodified_token)
+            F.col(q(name)).isNotNull()
+            & (F.col(q(name)) != null_token)
+            & (F.col(q(name)) != unmodified_token)
             & value(name, sql_type).isNull(),
-            F.concat(F.lit(f"column {name}: {sql_type} expected, found "), F.to_json(F.array(F.col(f"`{name}`")))),
+            F.concat(F.lit(f"column {name}: {sql_type} expected, found "), F.to_json(F.array(F.col(q(name))))),
         )
         for name, sql_type in types.items()
     ]
@@ -248,13 +250,13 @@ def _token_misuse(spec: TableSpec, unmodified_token: SparkColumn, null_token: Sp
     kind = F.col("_lh_kind")
     checks = []
     for name in spec.key:
-        cell = F.col(f"`{name}`")
+        cell = F.col(q(name))
         checks.append(F.when(cell.isNull() | (cell == null_token), F.lit(f"key column {name} is NULL")))
         checks.append(F.when(cell == unmodified_token, F.lit(f"key column {name} holds unmodified_string")))
     for c in spec.data_columns:
         checks.append(
             F.when(
-                (kind != "update") & (F.col(f"`{c.name}`") == unmodified_token),
+                (kind != "update") & (F.col(q(c.name)) == unmodified_token),
                 F.concat(F.lit(f"column {c.name} holds unmodified_string in a "), kind, F.lit(" file")),
             )
         )
@@ -265,7 +267,7 @@ def _token_misuse(spec: TableSpec, unmodified_token: SparkColumn, null_token: Sp
     }
     needs |= {SYNCED: ("replace", "update")}
     for name, kinds in needs.items():
-        cell = F.col(f"`{name}`")
+        cell = F.col(q(name))
         checks.append(
             F.when(
                 kind.isin(*kinds) & (cell.isNull() | (cell == null_token) | (cell == unmodified_token)),
@@ -307,7 +309,7 @@ def batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> 
     markers = markers.drop("_lh_truncate_before").join(cutoffs, "_lh_ordinal")
     cutoff = F.col("_lh_truncate_text").cast("timestamp")
     return markers.select(
-        *[cutoff.alias(name) if name == "_lh_truncate_before" else F.col(name) for name in schema.fieldNames()],
+        *[cutoff.alias(name) if name == "_lh_truncate_before" else F.col(q(name)) for name in schema.fieldNames()],
         F.lit(None).cast("string").alias("_lh_bad_cell"),
         F.when(
             F.col("_lh_truncate_text").isNotNull() & cutoff.isNull(),
@@ -372,7 +374,7 @@ def schema_change_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]
         "*",
     )
     return rows.select(
-        *spec.staged_schema().fieldNames(),
+        *[F.col(q(name)) for name in spec.staged_schema().fieldNames()],
         F.lit(None).cast("string").alias("_lh_bad_cell"),
         F.coalesce(
             F.when(

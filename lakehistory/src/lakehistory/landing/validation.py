@@ -5,6 +5,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakehistory.history.sql import q
+
 from .batch import START
 from .spec import TableSpec, batch_error
 
@@ -21,7 +23,7 @@ def validate(staged: DataFrame, spec: TableSpec, table_exists: bool = True) -> N
     if problems:
         lines = [f"file {p._lh_file}, data row {p._lh_row}: {p.problem}" for p in problems]
         raise batch_error(problems[0]._lh_batch_id, "; ".join(lines))
-    key_columns = [F.col(f"`{k}`") for k in spec.key]
+    key_columns = [F.col(q(k)) for k in spec.key]
     duplicates = (
         staged.where(F.col("_lh_kind").isin("replace", "update"))
         .groupBy("_lh_sequence", "_lh_batch_id", *key_columns, START)
@@ -46,7 +48,7 @@ def _check_updates_of_a_new_table(staged: DataFrame, spec: TableSpec) -> None:
     """An update changes a row the table holds. Before the table's first batch is applied there
     is none, so an update row of the first batch needs an earlier replace row of its key in that
     batch; otherwise the batch was meant for a table that does not exist here."""
-    key_columns = [F.col(f"`{k}`") for k in spec.key]
+    key_columns = [F.col(q(k)) for k in spec.key]
     before = Window.partitionBy(*key_columns).orderBy(START).rowsBetween(Window.unboundedPreceding, -1)
     orphans = (
         staged.where((F.col("_lh_ordinal") == 1) & F.col("_lh_kind").isin("replace", "update"))

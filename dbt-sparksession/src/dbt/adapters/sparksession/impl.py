@@ -3,6 +3,7 @@ custom incremental strategies."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 import importlib
@@ -12,6 +13,7 @@ from typing import Any
 from dbt.adapters.base import ConstraintSupport, PythonJobHelper, available
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.types import ConstraintNotSupported
+from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt.adapters.sparksession.connections import SparkSessionConnectionManager
 from dbt.adapters.sparksession.python_job import SessionPythonJobHelper
@@ -41,8 +43,22 @@ def _constraint_name(column: str, suffix: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in column.lower()) + "_" + suffix
 
 
+def _quote(identifier: str) -> str:
+    """`identifier`, with a backtick inside doubled (dbt-spark leaves it as it is, so a name
+    holding one ends the quoted name early)."""
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+@dataclasses.dataclass
+class SessionColumn(SparkColumn):
+    @property
+    def quoted(self) -> str:
+        return _quote(self.column)
+
+
 class SparkSessionAdapter(SparkAdapter):
     ConnectionManager = SparkSessionConnectionManager
+    Column = SessionColumn
 
     # Delta enforces NOT NULL and CHECK constraints; it has no primary, foreign or unique keys,
     # so dbt warns about those and leaves them out.
@@ -53,6 +69,15 @@ class SparkSessionAdapter(SparkAdapter):
         ConstraintType.primary_key: ConstraintSupport.NOT_SUPPORTED,
         ConstraintType.foreign_key: ConstraintSupport.NOT_SUPPORTED,
     }
+
+    def quote(self, identifier: str) -> str:  # type: ignore[override]
+        return _quote(identifier)
+
+    def get_columns_in_relation(self, relation: Any) -> list[SessionColumn]:  # type: ignore[override]
+        return [
+            SessionColumn(**{f.name: getattr(c, f.name) for f in dataclasses.fields(c)})
+            for c in super().get_columns_in_relation(relation)
+        ]
 
     # --- Python models -----------------------------------------------------------
     @property
