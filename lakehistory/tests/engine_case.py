@@ -61,6 +61,7 @@ class Engine:
             versioning={"version_type": "integer", "open_end": "max", "append_only": False},
             uuid_sql=self.uuid_sql,
             exists=spark.catalog.tableExists(f"{self.project.schema}.{table}"),
+            writer_lock=f"`{self.project.schema}`.`lakehistory_transactions_writer`",
             max_batches_per_commit=per_commit,
         )
 

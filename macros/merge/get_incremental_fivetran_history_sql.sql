@@ -44,6 +44,8 @@
       'history_tables': lakehistory._history_relations(),
       'invocation_id': invocation_id,
       'max_batches_per_commit': config.get('max_batches_per_commit'),
+      'writer_lock': lakehistory.writer_lock_relation() | string,
+      'writer_wait_seconds': var('lakehistory_writer_wait_seconds', 600),
   }) -%}
   select {{ outcome['batches'] | int }} as batches_applied, {{ outcome['groups'] | int }} as groups_committed
 {% endmacro %}

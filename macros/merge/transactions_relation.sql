@@ -29,8 +29,20 @@
 {% endmacro %}
 
 
-{#- The next transaction (of a snapshot capture or a cleanup): its id (max + 1: one writer at a
-    time per lakehouse) and its time (now, but always after the previous transaction's, so
+{#- The lock a writer of the transactions table holds (lakehistory.history.writer): a one-row
+    table beside it. -#}
+{% macro writer_lock_relation() %}
+  {{ return(adapter.dispatch('writer_lock_relation', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__writer_lock_relation() %}
+  {%- set transactions = lakehistory.transactions_relation() -%}
+  {{ return(transactions.incorporate(path={'identifier': transactions.identifier ~ '_writer'})) }}
+{% endmacro %}
+
+
+{#- The next transaction (of a snapshot capture or a cleanup): its id (max + 1, under the writer
+    lock: one writer at a time per lakehouse) and its time (now, but always after the previous transaction's, so
     started_at orders transactions too). -#}
 {% macro next_transaction(transactions) %}
   {{ return(adapter.dispatch('next_transaction', 'lakehistory')(transactions)) }}
@@ -43,6 +55,8 @@
       'history_tables': lakehistory._history_relations(),
       'uuid_sql': lakehistory.naksha_uuid('`txn_id`', '`started_at`', 0),
       'invocation_id': invocation_id,
+      'writer_lock': lakehistory.writer_lock_relation() | string,
+      'writer_wait_seconds': var('lakehistory_writer_wait_seconds', 600),
   }) -%}
   {%- set now = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
   {%- set next = run_query(

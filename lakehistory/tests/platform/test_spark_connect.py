@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from harness import DbtProject, copy_project, unique_schema
+from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
 from lakehistory.platform import connect_server
 from lakehistory_tools.generator import GeneratorConfig, generate
 
@@ -88,3 +90,31 @@ def test_sql_and_python_models_seeds_and_snapshots_run_over_connect(connect_url:
     )
     assert latest[0]["n"] == active
     assert project.rows("select count(*) as n from {schema}.core_history where table_name = 'meta_station'")[0]["n"] > 0
+
+
+def test_two_dbt_runs_at_once_take_turns_and_no_transaction_id_repeats(connect_url: str, tmp_path: Path) -> None:
+    """Two processes through one server, each applying a different history table: the writer
+    lock makes one wait for the other, so every transaction id is taken once."""
+    project = DbtProject(copy_project(tmp_path / "project"), unique_schema("two_writers"), target="connect")
+    generate(project.landing, GeneratorConfig(scale=2, syncs=1, seed=7), only_sync=1)
+    env = {**os.environ, "LAKEHISTORY_SCHEMA": project.schema, "LAKEHISTORY_LANDING": str(project.landing)}
+    dbt = Path(sys.executable).parent / "dbt"
+    runs = [
+        subprocess.Popen(  # noqa: S603 - the venv's own dbt, on this test's project
+            [str(dbt), "--no-use-colors", "run", "--target", "connect", "--select", model]
+            + ["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES_DIR)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        for model in ("meta_network_history", "meta_station_history")
+    ]
+    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    said = ["\n".join(line for line in o.splitlines() if not line.lstrip().startswith("at ")) for o in outputs]
+    assert [run.returncode for run in runs] == [0, 0], "\n".join(said)
+
+    ids = [r["txn_id"] for r in project.rows("select txn_id from {schema}.lakehistory_transactions order by txn_id")]
+    assert ids == list(range(1, len(ids) + 1)), ids
+    tables = {r["history_table"] for r in project.rows("select history_table from {schema}.lakehistory_transactions")}
+    assert len(tables) == 2, tables

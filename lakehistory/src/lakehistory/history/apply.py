@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from lakehistory.history import ledger
+from lakehistory.history import ledger, writer
 from lakehistory.history.group import (
     ROW_KINDS,
     SKIP_EMPTY_COMMITS,
@@ -77,14 +77,48 @@ def apply_pending(
     versioning: dict,
     uuid_sql: str,
     exists: bool,
+    writer_lock: str,
     history_tables: Sequence[str] = (),
     invocation_id: str = "",
     max_batches_per_commit: int | None = None,
+    writer_wait_seconds: float = 600,
 ) -> dict:
     """Entry point for the strategy macro: apply the pending batches in `staged` (the model's
     rows, a view of lakehistory.landing_batches) to the history table `target`, at most
-    `max_batches_per_commit` batches per group (None: as many as the rules allow)."""
-    versions = Versioning(**versioning)
+    `max_batches_per_commit` batches per group (None: as many as the rules allow), as the one
+    writer of the transactions table (`writer_lock`, waiting up to `writer_wait_seconds`)."""
+    with writer.in_process:
+        writer.hold(spark, writer_lock, writer_wait_seconds)
+        return _apply_pending(
+            spark,
+            target,
+            staged,
+            transactions,
+            keys,
+            deleted_column,
+            Versioning(**versioning),
+            uuid_sql,
+            exists,
+            history_tables,
+            invocation_id,
+            max_batches_per_commit,
+        )
+
+
+def _apply_pending(
+    spark: SparkSession,
+    target: str,
+    staged: str,
+    transactions: str,
+    keys: Sequence[str],
+    deleted_column: str | None,
+    versions: Versioning,
+    uuid_sql: str,
+    exists: bool,
+    history_tables: Sequence[str],
+    invocation_id: str,
+    max_batches_per_commit: int | None,
+) -> dict:
     layout = layout_of(spark, staged, keys, deleted_column)
     if not exists:
         create_table(spark, target, layout, versions)
@@ -115,7 +149,7 @@ def apply_pending(
 def _drop_if_never_written(spark: SparkSession, target: str) -> None:
     """A first run that failed before its first commit leaves no empty table behind: the next run
     creates it again, with the columns the rows have then."""
-    if spark.sql(f"describe history {target} limit 1").first().version == 0:
+    if spark.sql(f"describe history {target} limit 1").collect()[0].version == 0:
         spark.sql(f"drop table if exists {target}")
 
 
@@ -123,11 +157,20 @@ def _drop_if_never_written(spark: SparkSession, target: str) -> None:
 
 
 def recover_transactions(
-    spark: SparkSession, transactions: str, history_tables: Sequence[str], uuid_sql: str, invocation_id: str = ""
+    spark: SparkSession,
+    transactions: str,
+    history_tables: Sequence[str],
+    uuid_sql: str,
+    writer_lock: str,
+    invocation_id: str = "",
+    writer_wait_seconds: float = 600,
 ) -> None:
-    """Entry point for `lakehistory.next_transaction` (snapshot captures and cleanups): record
-    what any history table committed and the transactions table lacks, before a new id."""
-    _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql)
+    """Entry point for `lakehistory.next_transaction` (snapshot captures and cleanups): hold the
+    writer lock, and record what any history table committed and the transactions table lacks,
+    before a new id."""
+    with writer.in_process:
+        writer.hold(spark, writer_lock, writer_wait_seconds)
+        _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql)
 
 
 def _recover(

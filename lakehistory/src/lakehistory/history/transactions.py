@@ -56,7 +56,11 @@ def create_sql(relation: str) -> str:
 def ensure_transactions_table(spark: SparkSession, relation: str) -> None:
     """Entry point for `lakehistory.ensure_transactions_table`: create the table when missing;
     refuse one whose columns are not this layout's."""
-    spark.sql(create_sql(relation))
+    try:
+        spark.sql(create_sql(relation))
+    except Exception:  # another writer created it at the same moment
+        if not spark.catalog.tableExists(relation.replace("`", "")):
+            raise
     stored = set(spark.table(relation).columns)
     missing = [name for name in COLUMNS if name not in stored]
     if missing:

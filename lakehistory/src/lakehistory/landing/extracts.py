@@ -111,7 +111,11 @@ def read_extract(
     if first:
         raise fail(f"data row {first[0]._lh_row}: {first[0].problem}")
     rows = numbered.select(*[typed(F.col(q(c)), t).alias(c) for c, t in types.items()], "_lh_row")
-    duplicates = rows.groupBy(*[F.col(q(k)) for k in key]).agg(F.min("_lh_row").alias("_lh_row"), F.count("*").alias("n")).where("n > 1")
+    duplicates = (
+        rows.groupBy(*[F.col(q(k)) for k in key])
+        .agg(F.min("_lh_row").alias("_lh_row"), F.count("*").alias("n"))
+        .where("n > 1")
+    )
     if dup := duplicates.orderBy("_lh_row").limit(1).collect():
         shown = ", ".join(f"{k}={dup[0][k]}" for k in key)
         raise fail(f"data row {dup[0]._lh_row}: key ({shown}) appears {dup[0].n} times")

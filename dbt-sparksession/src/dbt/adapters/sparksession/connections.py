@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Generator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredentials
+from dbt_common.exceptions import DbtRuntimeError
+
+METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
 
 
 @dataclass
@@ -24,5 +31,33 @@ class SparkSessionCredentials(SparkCredentials):
         return "sparksession"
 
 
+def metastore_in_use(server_side_parameters: dict[str, str], error: str) -> str | None:
+    """The embedded Derby metastore's folder, when `error` is Hive failing to open it because
+    another process has it open (Derby's lock file is there), else None."""
+    if "SessionHiveMetaStoreClient" not in error:
+        return None
+    found = re.match(r"jdbc:derby:;databaseName=([^;]+)", server_side_parameters.get(METASTORE_URL, ""))
+    if found and (Path(found.group(1)) / "db.lck").exists():
+        return found.group(1)
+    return None
+
+
 class SparkSessionConnectionManager(SparkConnectionManager):
     TYPE = "sparksession"
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Generator[None, None, None]:
+        try:
+            with super().exception_handler(sql):
+                yield
+        except DbtRuntimeError as exc:
+            credentials = self.get_thread_connection().credentials
+            folder = metastore_in_use(getattr(credentials, "server_side_parameters", {}), str(exc))
+            if folder is None:
+                raise
+            raise DbtRuntimeError(
+                f"The lakehouse is in use by another process: its embedded metastore ({folder}) admits one"
+                " process at a time, and another dbt run, notebook or Spark shell has it open. Wait for it to"
+                " end, or let every client share the lakehouse through a Spark Connect server (README,"
+                " Profiles and Spark Connect)."
+            ) from exc

@@ -1,0 +1,175 @@
+"""One writer at a time per transactions table: the lock every new transaction id is taken under.
+
+Ids are max + 1, so a writer must be alone from reading the last id until its transaction is
+recorded. Two dbt runs through one Spark Connect server (or embedded sessions sharing a
+metastore) are two processes: they meet in a one-row Delta table beside the transactions table,
+`<transactions>_writer`, which names the holder and when its hold lapses.
+
+- Taking it is an UPDATE of that row where it is free, lapsed or already ours. Two writers that
+  race both rewrite the row's one file, so Delta commits one and refuses the other (a concurrent
+  modification): the loser reads the row, sees who holds it, and waits.
+- A process keeps it while it writes: a background thread renews it every RENEW_SECONDS, and
+  lets it go once the process has taken no id for IDLE_SECONDS, or at exit. A holder that dies
+  stops renewing: LEASE_SECONDS later the next writer takes over, and the ledger's recovery
+  records whatever the dead run had committed.
+- Within one process, dbt threads take `in_process` in turn around each id they take.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import getpass
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+
+from lakehistory.history.table import HistoryError
+
+LEASE_SECONDS = 120
+RENEW_SECONDS = 20
+IDLE_SECONDS = 60
+POLL_SECONDS = 2
+
+TOKEN = uuid.uuid4().hex  # this process's
+log = logging.getLogger(__name__)
+in_process = threading.RLock()
+
+
+class WriterBusyError(HistoryError):
+    """Another process holds the writer lock and did not let go within the wait."""
+
+
+@dataclass
+class _Hold:
+    spark: SparkSession
+    renewed: float  # time.monotonic() of the last take or renewal
+    used: float  # ... of the last id taken under it
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+_held: dict[str, _Hold] = {}
+
+
+def holder_label() -> str:
+    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"
+
+
+def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
+    """Hold the writer lock `lock` for this process, waiting up to `wait_seconds` for another
+    holder to let go or lapse. Call it with `in_process` held, before reading the last id."""
+    now = time.monotonic()
+    held = _held.get(lock)
+    if held and now - held.renewed < LEASE_SECONDS - RENEW_SECONDS:
+        held.used = now
+        return
+    _create(spark, lock)
+    deadline = now + wait_seconds
+    while not take(spark, lock, TOKEN, holder_label()):
+        if time.monotonic() >= deadline:
+            row = spark.sql(f"select holder, taken_at, expires_at from {lock}").collect()[0]
+            raise WriterBusyError(
+                f"Another writer holds this lakehouse's transactions ({lock}): {row.holder}, since"
+                f" {row.taken_at} UTC; its hold lapses at {row.expires_at} UTC unless it is still running."
+                " Nothing was changed. Run again when it is done, or give the var"
+                " lakehistory_writer_wait_seconds more time."
+            )
+        time.sleep(POLL_SECONDS)
+    now = time.monotonic()
+    if held:
+        held.renewed = held.used = now
+        return
+    _held[lock] = new = _Hold(spark, now, now)
+    threading.Thread(target=_keep, args=(lock, new), name="lakehistory-writer", daemon=True).start()
+
+
+def take(spark: SparkSession, lock: str, token: str, holder: str) -> bool:
+    """One attempt: True when `token` holds the lock afterwards."""
+    try:
+        _update(
+            spark,
+            lock,
+            token,
+            holder,
+            "t.`token` is null or t.`token` = s.`token` or t.`expires_at` < current_timestamp()",
+            "`holder` = s.`holder`, `token` = s.`token`, `taken_at` = current_timestamp(), " + _LAPSES,
+        )
+    except Exception as exc:
+        if "concurrent" not in str(exc).lower():
+            raise
+    return spark.sql(f"select `token` from {lock}").collect()[0].token == token
+
+
+def let_go(spark: SparkSession, lock: str, token: str) -> None:
+    _update(
+        spark,
+        lock,
+        token,
+        None,
+        "t.`token` = s.`token`",
+        "`holder` = null, `token` = null, `taken_at` = null, `expires_at` = null",
+    )
+
+
+_LAPSES = f"`expires_at` = current_timestamp() + make_dt_interval(0, 0, 0, {LEASE_SECONDS})"
+
+
+def _update(spark: SparkSession, lock: str, token: str, holder: str | None, where: str, assignments: str) -> None:
+    """Update the lock's row where `where` holds (`s` is this writer: its token and holder, as
+    data, never SQL text)."""
+    me = spark.createDataFrame([(token, holder)], "token string, holder string")
+    spark.sql(
+        f"merge into {lock} as t using {{me}} as s on true when matched and ({where}) then update set {assignments}",
+        me=me,
+    )
+
+
+def _create(spark: SparkSession, lock: str) -> None:
+    """The lock table with its one free row, made in one commit (of two creators, one wins)."""
+    try:
+        spark.sql(
+            f"create table if not exists {lock} using delta"
+            " tblproperties ('delta.enableDeletionVectors' = 'false') as select"
+            " cast(null as string) as holder, cast(null as string) as token,"
+            " cast(null as timestamp) as taken_at, cast(null as timestamp) as expires_at"
+        )
+    except Exception:
+        if not spark.catalog.tableExists(lock.replace("`", "")):
+            raise
+
+
+def _keep(lock: str, held: _Hold) -> None:
+    """Renew the hold while the process writes (a writer may run for long: renewing never waits
+    for it); let go once the process has taken no id for IDLE_SECONDS and no writer runs."""
+    while not held.stop.wait(RENEW_SECONDS):
+        if time.monotonic() - held.used >= IDLE_SECONDS and in_process.acquire(blocking=False):
+            try:
+                if time.monotonic() - held.used >= IDLE_SECONDS:
+                    _held.pop(lock, None)
+                    let_go(held.spark, lock, TOKEN)
+                    return
+            except Exception:  # the session is gone: the hold lapses by itself
+                return
+            finally:
+                in_process.release()
+        try:
+            _update(held.spark, lock, TOKEN, None, "t.`token` = s.`token`", _LAPSES)
+            held.renewed = time.monotonic()
+        except Exception as exc:  # the session is busy or gone: the next round renews, or the hold lapses
+            log.debug("renewing %s failed: %s", lock, exc)
+
+
+@atexit.register
+def let_go_all() -> None:
+    """Let go of every hold of this process (at exit, when it holds any)."""
+    for lock, held in list(_held.items()):
+        held.stop.set()
+        with contextlib.suppress(Exception):  # the session is already stopped: the hold lapses by itself
+            let_go(held.spark, lock, TOKEN)
+    _held.clear()

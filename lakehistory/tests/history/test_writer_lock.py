@@ -1,0 +1,92 @@
+"""One writer at a time (lakehistory.history.writer) on real Delta tables: two writers racing for
+the lock get it one at a time, a held lock stops a history model before it changes anything and
+names the holder, a lapsed one is taken over, and a second process on the embedded lakehouse is
+told that it is in use. Two dbt runs through one Connect server: test_spark_connect.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from history_case import HistoryCase, T, batch, version
+
+from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
+from lakehistory.history import writer
+from lakehistory.landing.batch import Column
+
+COLS = [Column("id", "bigint"), Column("name", "string")]
+
+
+@pytest.fixture(scope="module")
+def project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("writer")), unique_schema("writer"))
+    project.spark.sql(f"create schema if not exists `{project.schema}`")
+    return project
+
+
+def lock_of(project: DbtProject) -> str:
+    return project.table("lakehistory_transactions_writer")
+
+
+def test_two_writers_racing_for_the_lock_get_it_one_at_a_time(project: DbtProject) -> None:
+    spark, lock = project.spark, project.table("race_writer")
+    writer._create(spark, lock)
+
+    def attempt(start: threading.Barrier, won: dict[str, bool], token: str) -> None:
+        start.wait()
+        won[token] = writer.take(spark, lock, token, f"writer {token}")
+
+    for round_ in range(2):
+        start = threading.Barrier(2)
+        won: dict[str, bool] = {}
+        threads = [threading.Thread(target=attempt, args=(start, won, t)) for t in (f"a{round_}", f"b{round_}")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(won.values()) == [False, True], won
+        winner = next(t for t, ok in won.items() if ok)
+        assert [r["token"] for r in project.rows(f"select token from {lock}")] == [winner]
+        writer.let_go(spark, lock, winner)
+
+
+def test_a_held_lock_stops_a_history_run_naming_its_holder_and_a_lapsed_one_is_taken_over(
+    project: DbtProject,
+) -> None:
+    spark, lock = project.spark, lock_of(project)
+    writer._create(spark, lock)
+    assert writer.take(spark, lock, "elsewhere", "ops@batch-host pid 4242")
+    case = HistoryCase(project, "ledger", COLS, ["id"])
+    case.land(batch("ledger", COLS, "id", 1, "alice", [version(T(1), id=1, name="a")]))
+
+    error = project.run_fails("run", "--select", "ledger", vars={"lakehistory_writer_wait_seconds": 0})
+    assert "Another writer holds" in error and "ops@batch-host pid 4242" in error, error
+    assert not case.exists() and case.transactions() == []
+
+    # The holder died: once its hold lapses, the next run takes over.
+    spark.sql(f"update {lock} set expires_at = current_timestamp() - interval 1 second")
+    case.run()
+    assert [t["txn_id"] for t in case.transactions()] == [1]
+    assert [r["token"] for r in project.rows(f"select token from {lock}")] == [writer.TOKEN]
+    writer.let_go_all()
+    assert [r["token"] for r in project.rows(f"select token from {lock}")] == [None]
+
+
+def test_a_second_process_on_the_embedded_lakehouse_is_told_it_is_in_use(project: DbtProject) -> None:
+    """This process has the lakehouse's embedded metastore open (its Spark session runs)."""
+    assert project.spark is not None
+    dbt = Path(sys.executable).parent / "dbt"
+    second = subprocess.run(  # noqa: S603 - the venv's own dbt, on this test's project
+        [str(dbt), "--no-use-colors", "show", "--inline", "select 1 as x"]
+        + ["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES_DIR)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LAKEHISTORY_SCHEMA": project.schema},
+        timeout=300,
+    )
+    assert second.returncode != 0
+    assert "The lakehouse is in use by another process" in second.stdout, second.stdout[-2000:]
