@@ -32,8 +32,8 @@ from pyspark.sql import SparkSession
 
 from lakehistory.history.table import HistoryError
 
-LEASE_SECONDS = 120
-RENEW_SECONDS = 20
+LEASE_SECONDS = 300
+RENEW_SECONDS = 60
 IDLE_SECONDS = 60
 POLL_SECONDS = 2
 

@@ -43,10 +43,11 @@ def _constraint_name(column: str, suffix: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in column.lower()) + "_" + suffix
 
 
-def _quote(identifier: str) -> str:
+def _quote(identifier: Any) -> str:
     """`identifier`, with a backtick inside doubled (dbt-spark leaves it as it is, so a name
-    holding one ends the quoted name early)."""
-    return "`" + identifier.replace("`", "``") + "`"
+    holding one ends the quoted name early). dbt also quotes parts it has not got (None), as
+    dbt-spark does: as their text."""
+    return "`" + str(identifier).replace("`", "``") + "`"
 
 
 @dataclasses.dataclass
