@@ -4,6 +4,7 @@ here (`lakehistory.ensure_transactions_table`, `lakehistory.transaction_columns`
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -56,11 +57,16 @@ def create_sql(relation: str) -> str:
 def ensure_transactions_table(spark: SparkSession, relation: str) -> None:
     """Entry point for `lakehistory.ensure_transactions_table`: create the table when missing;
     refuse one whose columns are not this layout's."""
-    try:
-        spark.sql(create_sql(relation))
-    except Exception:  # another writer created it at the same moment
-        if not spark.catalog.tableExists(relation.replace("`", "")):
-            raise
+    for attempt in range(10):
+        if attempt and spark.catalog.tableExists(relation.replace("`", "")):
+            break
+        try:
+            spark.sql(create_sql(relation))
+            break
+        except Exception as exc:  # another writer created it at the same moment: once it is registered, go on
+            if "concurrent" not in str(exc).lower() or attempt == 9:
+                raise
+            time.sleep(1)
     stored = set(spark.table(relation).columns)
     missing = [name for name in COLUMNS if name not in stored]
     if missing:

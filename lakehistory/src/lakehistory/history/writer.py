@@ -131,17 +131,23 @@ def _update(spark: SparkSession, lock: str, token: str, holder: str | None, wher
 
 
 def _create(spark: SparkSession, lock: str) -> None:
-    """The lock table with its one free row, made in one commit (of two creators, one wins)."""
-    try:
-        spark.sql(
-            f"create table if not exists {lock} using delta"
-            " tblproperties ('delta.enableDeletionVectors' = 'false') as select"
-            " cast(null as string) as holder, cast(null as string) as token,"
-            " cast(null as timestamp) as taken_at, cast(null as timestamp) as expires_at"
-        )
-    except Exception:
-        if not spark.catalog.tableExists(lock.replace("`", "")):
-            raise
+    """The lock table with its one free row, made in one commit. Of two writers that create it at
+    once, one commit wins; the other tries again once the table is registered."""
+    for attempt in range(10):
+        if attempt and spark.catalog.tableExists(lock.replace("`", "")):
+            return
+        try:
+            spark.sql(
+                f"create table if not exists {lock} using delta"
+                " tblproperties ('delta.enableDeletionVectors' = 'false') as select"
+                " cast(null as string) as holder, cast(null as string) as token,"
+                " cast(null as timestamp) as taken_at, cast(null as timestamp) as expires_at"
+            )
+            return
+        except Exception as exc:
+            if "concurrent" not in str(exc).lower() or attempt == 9:
+                raise
+            time.sleep(1)
 
 
 def _keep(lock: str, held: _Hold) -> None:
