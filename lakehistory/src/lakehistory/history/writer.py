@@ -5,14 +5,15 @@ recorded. Two dbt runs through one Spark Connect server (or embedded sessions sh
 metastore) are two processes: they meet in a one-row Delta table beside the transactions table,
 `<transactions>_writer`, which names the holder and when its hold lapses.
 
-- Taking it is an UPDATE of that row where it is free, lapsed or already ours. Two writers that
+- Taking it is a MERGE into that row where it is free, lapsed or already ours. Two writers that
   race both rewrite the row's one file, so Delta commits one and refuses the other (a concurrent
   modification): the loser reads the row, sees who holds it, and waits.
 - A process keeps it while it writes: a background thread renews it every RENEW_SECONDS, and
   lets it go once the process has taken no id for IDLE_SECONDS, or at exit. A holder that dies
   stops renewing: LEASE_SECONDS later the next writer takes over, and the ledger's recovery
   records whatever the dead run had committed.
-- Within one process, dbt threads take `in_process` in turn around each id they take.
+- Within one process, dbt threads take `in_process` in turn around each history apply and
+  each recovery before a capture's or cleanup's id.
 """
 
 from __future__ import annotations
