@@ -87,63 +87,33 @@ def apply_pending(
     rows, a view of lakehistory.landing_batches) to the history table `target`, at most
     `max_batches_per_commit` batches per group (None: as many as the rules allow), as the one
     writer of the transactions table (`writer_lock`, waiting up to `writer_wait_seconds`)."""
-    with writer.in_process:
-        writer.hold(spark, writer_lock, writer_wait_seconds)
-        return _apply_pending(
-            spark,
-            target,
-            staged,
-            transactions,
-            keys,
-            deleted_column,
-            Versioning(**versioning),
-            uuid_sql,
-            exists,
-            history_tables,
-            invocation_id,
-            max_batches_per_commit,
-        )
-
-
-def _apply_pending(
-    spark: SparkSession,
-    target: str,
-    staged: str,
-    transactions: str,
-    keys: Sequence[str],
-    deleted_column: str | None,
-    versions: Versioning,
-    uuid_sql: str,
-    exists: bool,
-    history_tables: Sequence[str],
-    invocation_id: str,
-    max_batches_per_commit: int | None,
-) -> dict:
-    layout = layout_of(spark, staged, keys, deleted_column)
-    if not exists:
-        create_table(spark, target, layout, versions)
-    else:
-        add_new_columns(spark, target, layout)
-    _reached("columns_added")
-    outcome = Outcome()
-    try:
-        state, recovered = _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
-        _reached("recovered")
-        pending = _pending(spark, staged, recovered, layout.keys[0])
-        at = 0
-        while at < len(pending):
-            end = next((i for i in range(at + 1, len(pending)) if pending[i].rewrites), len(pending))
-            if max_batches_per_commit:
-                end = min(end, at + int(max_batches_per_commit))
-            taken, state = _apply_group(
-                spark, target, staged, transactions, layout, versions, uuid_sql, pending[at:end], state, outcome
-            )
-            at += taken
-    except Exception:
+    versions = Versioning(**versioning)
+    with writer.holding(spark, writer_lock, writer_wait_seconds):
+        layout = layout_of(spark, staged, keys, deleted_column)
         if not exists:
-            _drop_if_never_written(spark, target)
-        raise
-    return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
+            create_table(spark, target, layout, versions)
+        else:
+            add_new_columns(spark, target, layout)
+        _reached("columns_added")
+        outcome = Outcome()
+        try:
+            state, recovered = _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
+            _reached("recovered")
+            pending = _pending(spark, staged, recovered, layout.keys[0])
+            at = 0
+            while at < len(pending):
+                end = next((i for i in range(at + 1, len(pending)) if pending[i].rewrites), len(pending))
+                if max_batches_per_commit:
+                    end = min(end, at + int(max_batches_per_commit))
+                taken, state = _apply_group(
+                    spark, target, staged, transactions, layout, versions, uuid_sql, pending[at:end], state, outcome
+                )
+                at += taken
+        except Exception:
+            if not exists:
+                _drop_if_never_written(spark, target)
+            raise
+        return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
 
 
 def _drop_if_never_written(spark: SparkSession, target: str) -> None:
@@ -168,8 +138,7 @@ def recover_transactions(
     """Entry point for `lakehistory.next_transaction` (snapshot captures and cleanups): hold the
     writer lock, and record what any history table committed and the transactions table lacks,
     before a new id."""
-    with writer.in_process:
-        writer.hold(spark, writer_lock, writer_wait_seconds)
+    with writer.holding(spark, writer_lock, writer_wait_seconds):
         _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql)
 
 

@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -88,6 +89,15 @@ def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
         return
     _held[lock] = new = _Hold(spark, now, now)
     threading.Thread(target=_keep, args=(lock, new), name="lakehistory-writer", daemon=True).start()
+
+
+@contextlib.contextmanager
+def holding(spark: SparkSession, lock: str, wait_seconds: float) -> Iterator[None]:
+    """The writer lock for the block: this thread alone in the process, this process alone on
+    the transactions table."""
+    with in_process:
+        hold(spark, lock, wait_seconds)
+        yield
 
 
 def take(spark: SparkSession, lock: str, token: str, holder: str) -> bool:
