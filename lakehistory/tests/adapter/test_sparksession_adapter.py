@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from dbt.adapters.sparksession.impl import SparkSessionAdapter, _seed_cell
-from dbt_common.exceptions import CompilationError
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from harness import REPO_ROOT, DbtProject
 from lakehistory.platform import jars
@@ -41,6 +41,46 @@ def test_strategy_in_two_packages_is_ambiguous() -> None:
 def test_unknown_strategy_names_itself_and_the_builtins() -> None:
     with pytest.raises(CompilationError, match=r"'nope'.*get_incremental_nope_sql.*append, merge"):
         lookup({}, "nope")
+
+
+VANISHED = DbtRuntimeError("[TABLE_OR_VIEW_NOT_FOUND] The table or view `_pyspark_1` cannot be found.")
+
+
+def listing(*outcomes: object) -> SimpleNamespace:
+    """An adapter whose listing statement gives `outcomes` in turn (an exception is raised)."""
+    pending = list(outcomes)
+
+    def execute_macro(name: str, kwargs: dict) -> object:
+        outcome = pending.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    return SimpleNamespace(
+        LISTING_ATTEMPTS=SparkSessionAdapter.LISTING_ATTEMPTS,
+        execute_macro=execute_macro,
+        _build_spark_relation_list=lambda row_list, relation_info_func: row_list,
+        _get_relation_information=None,
+    )
+
+
+def test_a_relation_dropped_while_the_schema_is_listed_lists_it_again() -> None:
+    """dbt-spark returns no relations at all here, so dbt takes every table for gone."""
+    adapter = listing(VANISHED, VANISHED, ["history", "transactions"])
+    assert SparkSessionAdapter.list_relations_without_caching(adapter, "lake") == ["history", "transactions"]
+
+
+def test_a_listing_that_keeps_missing_relations_stops_with_an_error() -> None:
+    adapter = listing(*[VANISHED] * SparkSessionAdapter.LISTING_ATTEMPTS)
+    with pytest.raises(DbtRuntimeError, match=r"Could not list the relations of lake: tables were dropped"):
+        SparkSessionAdapter.list_relations_without_caching(adapter, "lake")
+
+
+def test_a_missing_schema_lists_no_relations_and_other_errors_surface() -> None:
+    missing = DbtRuntimeError("[SCHEMA_NOT_FOUND] The schema `lake` cannot be found.")
+    assert SparkSessionAdapter.list_relations_without_caching(listing(missing), "lake") == []
+    with pytest.raises(DbtRuntimeError, match="metastore is down"):
+        SparkSessionAdapter.list_relations_without_caching(listing(DbtRuntimeError("metastore is down")), "lake")
 
 
 @pytest.mark.parametrize(

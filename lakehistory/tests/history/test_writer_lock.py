@@ -54,6 +54,39 @@ def test_two_writers_racing_for_the_lock_get_it_one_at_a_time(project: DbtProjec
         writer.let_go(spark, lock, winner)
 
 
+def test_renewing_the_lock_while_dbt_lists_the_schema_hides_no_relation(project: DbtProject) -> None:
+    """A dbt run starts while this process's keeper renews the lock: the lock's statements make
+    nothing in dbt's session that dbt's listing of the schema could see and then miss (a missed
+    relation made dbt-spark believe the whole schema was empty). The listing looks up the
+    schema's tables before the session's temporary views: many tables make the span in which a
+    view dropped meanwhile is missed long enough to hit."""
+    spark, schema = project.spark, f"`{project.schema}_listing`"
+    spark.sql(f"create schema {schema}")
+    for n in range(40):
+        spark.sql(f"create view {schema}.`v{n}` as select {n} as n")
+    lock = f"{schema}.`lakehistory_transactions_writer`"
+    writer._create(spark, lock)
+    stop, renewals, failures = threading.Event(), [0], []
+
+    def renew() -> None:
+        while not stop.is_set():
+            writer.take(spark, lock, "keeper", "keeper")
+            renewals[0] += 1
+
+    keeper = threading.Thread(target=renew)
+    keeper.start()
+    try:
+        while renewals[0] < 6 and not failures:
+            try:
+                spark.sql(f"show table extended in {schema} like '*'").collect()
+            except Exception as exc:
+                failures.append(str(exc).splitlines()[0])
+    finally:
+        stop.set()
+        keeper.join()
+    assert failures == [], failures
+
+
 def test_a_held_lock_stops_a_history_run_naming_its_holder_and_a_lapsed_one_is_taken_over(
     project: DbtProject,
 ) -> None:

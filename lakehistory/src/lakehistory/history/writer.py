@@ -14,6 +14,8 @@ metastore) are two processes: they meet in a one-row Delta table beside the tran
   records whatever the dead run had committed.
 - Within one process, dbt threads take `in_process` in turn around each history apply and
   each recovery before a capture's or cleanup's id.
+- The lock's statements run in a session of their own (`_lock_session`), so nothing they do is
+  seen by the statements of dbt's session that run meanwhile.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import socket
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -50,7 +53,7 @@ class WriterBusyError(HistoryError):
 
 @dataclass
 class _Hold:
-    spark: SparkSession
+    spark: SparkSession  # the lock's own (_lock_session)
     renewed: float  # time.monotonic() of the last take or renewal
     used: float  # ... of the last id taken under it
     stop: threading.Event = field(default_factory=threading.Event)
@@ -71,6 +74,7 @@ def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
     if held and now - held.renewed < LEASE_SECONDS - RENEW_SECONDS:
         held.used = now
         return
+    spark = _lock_session(spark)
     _create(spark, lock)
     deadline = now + wait_seconds
     while not take(spark, lock, TOKEN, holder_label()):
@@ -102,6 +106,7 @@ def holding(spark: SparkSession, lock: str, wait_seconds: float) -> Iterator[Non
 
 def take(spark: SparkSession, lock: str, token: str, holder: str) -> bool:
     """One attempt: True when `token` holds the lock afterwards."""
+    spark = _lock_session(spark)
     try:
         _update(
             spark,
@@ -119,7 +124,7 @@ def take(spark: SparkSession, lock: str, token: str, holder: str) -> bool:
 
 def let_go(spark: SparkSession, lock: str, token: str) -> None:
     _update(
-        spark,
+        _lock_session(spark),
         lock,
         token,
         None,
@@ -134,15 +139,38 @@ _LAPSES = f"`expires_at` = current_timestamp() + make_dt_interval(0, 0, 0, {LEAS
 def _update(spark: SparkSession, lock: str, token: str, holder: str | None, where: str, assignments: str) -> None:
     """Update the lock's row where `where` holds (`s` is this writer: its token and holder, as
     data, never SQL text)."""
-    me = spark.createDataFrame([(token, holder)], "token string, holder string")
+    me = spark.createDataFrame([(1, token, holder)], "slot int, token string, holder string")
+    # On the row's slot, not `on true`: Delta counts a one-row source twice through a join
+    # without keys and warns about a changing source on every call.
     spark.sql(
-        f"merge into {lock} as t using {{me}} as s on true when matched and ({where}) then update set {assignments}",
+        f"merge into {lock} as t using {{me}} as s on t.`slot` = s.`slot`"
+        f" when matched and ({where}) then update set {assignments}",
         me=me,
     )
 
 
+_lock_sessions: weakref.WeakKeyDictionary[SparkSession, SparkSession] = weakref.WeakKeyDictionary()
+
+
+def _lock_session(spark: SparkSession) -> SparkSession:
+    """The session the lock's statements run in. Classic Spark binds the writer's DataFrame as a
+    temporary view of the session for the statement; in dbt's own session a SHOW TABLES of dbt
+    running meanwhile (a run starting while the keeper renews) would list that view and then
+    miss it. A child session shares the metastore, Delta and the SparkContext, and keeps its
+    temporary views to itself. Over Spark Connect the DataFrame travels with the statement."""
+    if getattr(spark, "_jsparkSession", None) is None:  # Spark Connect, or already a lock session
+        return spark
+    if spark in _lock_sessions.values():
+        return spark
+    if spark not in _lock_sessions:
+        child = spark.newSession()
+        child.conf.set("spark.sql.shuffle.partitions", "1")  # one row
+        _lock_sessions[spark] = child
+    return _lock_sessions[spark]
+
+
 def _create(spark: SparkSession, lock: str) -> None:
-    """The lock table with its one free row, made in one commit. Of two writers that create it at
+    """The lock table with its one free row (slot 1), made in one commit. Of two writers that create it at
     once, one commit wins; the other tries again once the table is registered."""
     for attempt in range(10):
         if attempt and spark.catalog.tableExists(lock.replace("`", "")):
@@ -150,7 +178,7 @@ def _create(spark: SparkSession, lock: str) -> None:
         try:
             spark.sql(
                 f"create table if not exists {lock} using delta"
-                " tblproperties ('delta.enableDeletionVectors' = 'false') as select"
+                " tblproperties ('delta.enableDeletionVectors' = 'false') as select 1 as slot,"
                 " cast(null as string) as holder, cast(null as string) as token,"
                 " cast(null as timestamp) as taken_at, cast(null as timestamp) as expires_at"
             )

@@ -14,7 +14,12 @@ from dbt.adapters.base import ConstraintSupport, PythonJobHelper, available
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.types import ConstraintNotSupported
 from dbt.adapters.spark.column import SparkColumn
-from dbt.adapters.spark.impl import SparkAdapter
+from dbt.adapters.spark.impl import (
+    LIST_RELATIONS_MACRO_NAME,
+    SCHEMA_NOT_FOUND_MESSAGES,
+    TABLE_OR_VIEW_NOT_FOUND_MESSAGES,
+    SparkAdapter,
+)
 from dbt.adapters.sparksession.connections import SparkSessionConnectionManager
 from dbt.adapters.sparksession.python_job import SessionPythonJobHelper
 from dbt.adapters.sparksession.session import active_session
@@ -79,6 +84,36 @@ class SparkSessionAdapter(SparkAdapter):
             SessionColumn(**{f.name: getattr(c, f.name) for f in dataclasses.fields(c)})
             for c in super().get_columns_in_relation(relation)
         ]
+
+    # --- Listing a schema --------------------------------------------------------
+    LISTING_ATTEMPTS = 5
+
+    def list_relations_without_caching(self, schema_relation: Any) -> list[Any]:  # type: ignore[override]
+        """The schema's relations; listed again when one vanished while it was being listed.
+
+        SHOW TABLE EXTENDED lists the names, then looks up each one. A table or temporary view
+        dropped in between (by another session, or by another thread of this one) fails the
+        lookup, and dbt-spark takes that failure for an empty schema: dbt then believes the
+        schema's tables are gone, and an incremental model builds its table from scratch. Here
+        only a missing schema has no relations."""
+        message = ""
+        for _ in range(self.LISTING_ATTEMPTS):
+            try:
+                rows = self.execute_macro(LIST_RELATIONS_MACRO_NAME, kwargs={"schema_relation": schema_relation})
+            except DbtRuntimeError as exc:
+                message = getattr(exc, "msg", "") or str(exc)
+                if any(m in message for m in SCHEMA_NOT_FOUND_MESSAGES):
+                    return []
+                if "not supported for v2 tables" in message:  # dbt-spark lists those another way
+                    return super().list_relations_without_caching(schema_relation)
+                if not any(m in message for m in TABLE_OR_VIEW_NOT_FOUND_MESSAGES):
+                    raise
+                continue
+            return self._build_spark_relation_list(row_list=rows, relation_info_func=self._get_relation_information)
+        raise DbtRuntimeError(
+            f"Could not list the relations of {schema_relation}: tables were dropped while it was being"
+            f" listed, {self.LISTING_ATTEMPTS} times in a row. The last error: {message}"
+        )
 
     # --- Python models -----------------------------------------------------------
     @property
