@@ -17,13 +17,12 @@
   {%- set transactions = lakehistory.ensure_transactions_table() -%}
   {%- set staged = lakehistory.staged_extract(this) -%}
   {%- set clock = '(select max(extracted_at) from ' ~ staged ~ ')' -%}
-  {%- set txn_id, started_at = lakehistory.next_transaction(transactions) -%}
-  {%- set delta_version = run_query("describe history " ~ this ~ " limit 1").rows[0][0] | int -%}
   {%- set day = "date_format(" ~ clock ~ ", 'yyyy-MM-dd')" -%}
+  {%- set record -%}
   insert into {{ transactions }} ({{ lakehistory.transaction_columns() }})
   select
-      {{ txn_id }},
-      {{ lakehistory.naksha_uuid(txn_id, "timestamp'" ~ started_at ~ "'", 0) }},
+      system.session.lakehistory_txn_id,
+      {{ lakehistory.naksha_uuid('system.session.lakehistory_txn_id', 'system.session.lakehistory_started_at', 0) }},
       'snapshot',
       {{ lakehistory._text(source_table) }},
       {{ lakehistory._text(this) }},
@@ -32,14 +31,14 @@
       e.author,
       'dbt snapshot',
       null,
-      timestamp'{{ started_at }}',
+      system.session.lakehistory_started_at,
       current_timestamp(),
       e.rows_in,
       s.opened,
       s.closed,
       0,
       0,
-      {{ delta_version }}
+      system.session.lakehistory_delta_version
   from (select max(extracted_by) as author, count(*) as rows_in from {{ staged }}) as e
   cross join (
       select
@@ -54,4 +53,8 @@
               and t.history_table = {{ lakehistory._text(this) }}
               and t.batch_id = {{ day }}
       )
+  {%- endset -%}
+  {#- Recorded here, under the writer lock, not by the hook's own statement: see run_transaction. -#}
+  {%- do lakehistory.run_transaction(transactions, [], record, this) -%}
+  {{ return('') }}
 {% endmacro %}

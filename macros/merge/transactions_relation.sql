@@ -41,28 +41,29 @@
 {% endmacro %}
 
 
-{#- The next transaction (of a snapshot capture or a cleanup): its id (max + 1, under the writer
-    lock: one writer at a time per lakehouse) and its time (now, but always after the previous transaction's, so
-    started_at orders transactions too). -#}
-{% macro next_transaction(transactions) %}
-  {{ return(adapter.dispatch('next_transaction', 'lakehistory')(transactions)) }}
+{#- A transaction of a snapshot capture or a cleanup: `statements`, then `record` (the insert of
+    its row into the transactions table), run as the one writer (lakehistory.history.writer) with
+    the next id. They read the transaction from session variables: `system.session.lakehistory_txn_id`
+    is the id (the largest so far + 1), `system.session.lakehistory_started_at` its start (now, but
+    always after the previous transaction's) and, in `record`, `system.session.lakehistory_delta_version`
+    the Delta version of `versioned` after the statements. Returns the id. -#}
+{% macro run_transaction(transactions, statements, record, versioned) %}
+  {{ return(adapter.dispatch('run_transaction', 'lakehistory')(transactions, statements, record, versioned)) }}
 {% endmacro %}
 
-{% macro default__next_transaction(transactions) %}
-  {#- A stopped run may have left a history table's commit unrecorded: record it first. -#}
-  {%- do adapter.call_python('lakehistory.history.apply:recover_transactions', {
+{% macro default__run_transaction(transactions, statements, record, versioned) %}
+  {#- A stopped run may have left a history table's commit unrecorded: it is recorded first. -#}
+  {{ return(adapter.call_python('lakehistory.history.apply:run_transaction', {
       'transactions': transactions | string,
       'history_tables': lakehistory._history_relations(),
       'uuid_sql': lakehistory.naksha_uuid('`txn_id`', '`started_at`', 0),
-      'invocation_id': invocation_id,
       'writer_lock': lakehistory.writer_lock_relation() | string,
+      'statements': statements,
+      'record': record,
+      'versioned': versioned | string,
+      'invocation_id': invocation_id,
       'writer_wait_seconds': var('lakehistory_writer_wait_seconds', 600),
-  }) -%}
-  {%- set now = modules.datetime.datetime.utcnow().isoformat(sep=' ', timespec='milliseconds') -%}
-  {%- set next = run_query(
-      "select coalesce(max(txn_id), 0) + 1, date_format(greatest(timestamp'" ~ now ~ "',"
-      ~ " max(started_at) + interval 1 millisecond), 'yyyy-MM-dd HH:mm:ss.SSS') from " ~ transactions).rows[0] -%}
-  {{ return([next[0] | int, next[1]]) }}
+  })) }}
 {% endmacro %}
 
 

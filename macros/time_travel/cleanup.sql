@@ -56,24 +56,19 @@
     {{ log("cleanup: " ~ model ~ " holds no version closed at or before transaction " ~ cutoff ~ "; nothing to do", info=true) }}
     {{ return(0) }}
   {%- endif -%}
-  {%- set txn_id, started_at = lakehistory.next_transaction(transactions) -%}
   {#- The keys whose versions go, for the feature states' PURGE (feature_states.sql). Written
       first and replaced on a retry, which reuses the id: a cleanup that fails later leaves rows
       under an id no cleanup transaction has, and they are never read. -#}
   {%- set keys = lakehistory.history_keys(target) -%}
   {%- set purged_keys = lakehistory.purged_keys_relation(target) -%}
-  {%- call statement('lakehistory_purged_keys') -%}
-    create table if not exists {{ purged_keys }} using delta as
-    select cast(null as bigint) as `txn_id`, {{ lakehistory._columns(keys, none) }} from {{ target }} where false
-  {%- endcall -%}
-  {%- call statement('lakehistory_purged_keys') -%}
-    delete from {{ purged_keys }} where `txn_id` = {{ txn_id }}
-  {%- endcall -%}
-  {%- call statement('lakehistory_purged_keys') -%}
-    insert into {{ purged_keys }}
-    select distinct {{ txn_id }}, {{ lakehistory._columns(keys, none) }} from ({{ doomed }})
-  {%- endcall -%}
-  {%- call statement('lakehistory_cleanup') -%}
+  {%- set statements = [
+      "create table if not exists " ~ purged_keys ~ " using delta as select cast(null as bigint) as `txn_id`, "
+        ~ lakehistory._columns(keys, none) ~ " from " ~ target ~ " where false",
+      "delete from " ~ purged_keys ~ " where `txn_id` = system.session.lakehistory_txn_id",
+      "insert into " ~ purged_keys ~ " select distinct system.session.lakehistory_txn_id, " ~ lakehistory._columns(keys, none)
+        ~ " from (" ~ doomed ~ ")",
+  ] -%}
+  {%- set remove -%}
     {%- if lakehistory.append_only() %}
     merge into {{ target }} as t
     using ({{ doomed }}) as d
@@ -82,13 +77,13 @@
     {%- else %}
     delete from {{ target }} where `valid_to` <= {{ cutoff }}
     {%- endif %}
-  {%- endcall -%}
-  {%- set delta_version = run_query("describe history " ~ target ~ " limit 1").rows[0][0] | int -%}
-  {%- call statement('lakehistory_record_cleanup') -%}
+  {%- endset -%}
+  {%- do statements.append(remove) -%}
+  {%- set record -%}
     insert into {{ transactions }} ({{ lakehistory.transaction_columns() }})
     select
-        {{ txn_id }},
-        {{ lakehistory.naksha_uuid(txn_id, "timestamp'" ~ started_at ~ "'", 0) }},
+        system.session.lakehistory_txn_id,
+        {{ lakehistory.naksha_uuid('system.session.lakehistory_txn_id', 'system.session.lakehistory_started_at', 0) }},
         'cleanup',
         null,
         {{ lakehistory._text(target) }},
@@ -97,15 +92,16 @@
         current_user(),
         'lakehistory.cleanup',
         {{ lakehistory._text('versions closed at or before version ' ~ cutoff ~ ' removed') }},
-        timestamp'{{ started_at }}',
+        system.session.lakehistory_started_at,
         current_timestamp(),
         0,
         0,
         0,
         0,
         {{ purged }},
-        {{ delta_version }}
-  {%- endcall -%}
+        system.session.lakehistory_delta_version
+  {%- endset -%}
+  {%- set txn_id = lakehistory.run_transaction(transactions, statements, record, target) -%}
   {{ log("cleanup: removed " ~ purged ~ " version(s) of " ~ model ~ " closed at or before transaction " ~ cutoff ~ " (transaction " ~ txn_id ~ ")", info=true) }}
   {{ return(purged) }}
 {% endmacro %}

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import zstandard
 from history_case import HistoryCase
 
 from harness import DbtProject, copy_project, unique_schema
@@ -240,6 +241,21 @@ CASES = {
         {"replace_0.csv.gz": gzip.compress((f"{HEADER}\n" + f"{ROW}\n" * 2000).encode())[:300]},
         None,
         ["000002", "replace_0.csv.gz"],
+    ),
+    "random_bytes_in_a_zstd_file": (
+        {"replace_0.csv.zst": bytes(range(256)) * 4},
+        None,
+        ["000002", "file replace_0.csv.zst cannot be read", "Unknown frame descriptor"],
+    ),
+    "truncated_zstd_file": (
+        {"replace_0.csv.zst": zstandard.ZstdCompressor().compress((f"{HEADER}\n" + f"{ROW}\n" * 2000).encode())[:60]},
+        None,
+        ["000002", "file replace_0.csv.zst cannot be read", "Truncated source"],
+    ),
+    "quote_never_closed": (
+        {"replace_0.csv": f'{HEADER}\n{ROW}\n4,"four,40,{ROW.split(",", 3)[3]}\n'},
+        None,
+        ["000002", "replace_0.csv, data row 2", "a quote never closed"],
     ),
 }
 

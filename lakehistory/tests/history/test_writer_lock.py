@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from history_case import HistoryCase, T, batch, version
 
 from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
 from lakehistory.history import writer
+from lakehistory.history.apply import DELTA_VERSION, STARTED_AT, TXN_ID, run_transaction
+from lakehistory.history.transactions import column_list, ensure_transactions_table
 from lakehistory.landing.batch import Column
 
 COLS = [Column("id", "bigint"), Column("name", "string")]
@@ -85,6 +88,48 @@ def test_renewing_the_lock_while_dbt_lists_the_schema_hides_no_relation(project:
         stop.set()
         keeper.join()
     assert failures == [], failures
+
+
+def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in_progress(
+    project: DbtProject,
+) -> None:
+    """dbt threads: while a history model holds the lock and records id 1, a capture's or
+    cleanup's transaction waits, then takes id 2 (it took its id outside the lock before, and
+    could take the same one)."""
+    spark, transactions = project.spark, project.table("threads_transactions")
+    lock, changed = project.table("threads_transactions_writer"), project.table("threads_changed")
+    ensure_transactions_table(spark, transactions)
+    spark.sql(f"create table {changed} using delta as select 1 as n")
+
+    def insert(txn_id: str, operation: str, started_at: str, delta_version: str) -> str:
+        return (
+            f"insert into {transactions} ({column_list(spark)}) select {txn_id}, 'uuid', '{operation}', null,"
+            f" 'threads_changed', null, null, null, null, null, {started_at}, current_timestamp(), 0, 0, 0, 0, 0,"
+            f" {delta_version}"
+        )
+
+    record = insert(TXN_ID, "cleanup", STARTED_AT, DELTA_VERSION)
+    in_lock, taken = threading.Event(), []
+
+    def history_writer() -> None:
+        with writer.holding(spark, lock, 60):
+            in_lock.set()
+            time.sleep(2)  # the transaction below is waiting for the lock by now
+            spark.sql(insert("1", "batch", "current_timestamp()", "7"))
+
+    first = threading.Thread(target=history_writer)
+    first.start()
+    in_lock.wait()
+    second = threading.Thread(
+        target=lambda: taken.append(run_transaction(spark, transactions, [], "''", lock, [], record, changed))
+    )
+    second.start()
+    first.join()
+    second.join()
+    writer.let_go_all()
+    assert taken == [2]
+    rows = project.rows(f"select txn_id, operation, delta_version from {transactions} order by txn_id")
+    assert [tuple(r.values()) for r in rows] == [(1, "batch", 7), (2, "cleanup", 0)]
 
 
 def test_a_held_lock_stops_a_history_run_naming_its_holder_and_a_lapsed_one_is_taken_over(

@@ -42,7 +42,7 @@ from lakehistory.history.rules import Layout
 from lakehistory.history.sql import q
 from lakehistory.history.table import HistoryError, Versioning, add_new_columns, create_table, layout_of
 
-__all__ = ["HistoryError", "apply_pending", "recover_transactions"]
+__all__ = ["HistoryError", "apply_pending", "run_transaction"]
 
 # Which dbt invocations have checked every history table for unrecorded commits, and the tables
 # whose last commit this process could not record: both are checked before any new transaction.
@@ -126,20 +126,51 @@ def _drop_if_never_written(spark: SparkSession, target: str) -> None:
 # --- what is pending ---------------------------------------------------------------------------------
 
 
-def recover_transactions(
+# The session variables a capture's or cleanup's statements read their transaction from.
+TXN_ID = "system.session.lakehistory_txn_id"
+STARTED_AT = "system.session.lakehistory_started_at"
+DELTA_VERSION = "system.session.lakehistory_delta_version"
+
+
+def run_transaction(
     spark: SparkSession,
     transactions: str,
     history_tables: Sequence[str],
     uuid_sql: str,
     writer_lock: str,
+    statements: Sequence[str],
+    record: str,
+    versioned: str,
     invocation_id: str = "",
     writer_wait_seconds: float = 600,
-) -> None:
-    """Entry point for `lakehistory.next_transaction` (snapshot captures and cleanups): hold the
-    writer lock, and record what any history table committed and the transactions table lacks,
-    before a new id."""
+) -> int:
+    """Entry point for `lakehistory.run_transaction` (snapshot captures and cleanups): as the one
+    writer, record what any history table committed and the transactions table lacks, take the
+    next id, run `statements` and then `record` (the insert of the transaction's row). They read
+    the id and its start from the session variables TXN_ID and STARTED_AT; `record` also reads
+    DELTA_VERSION, the Delta version of `versioned` after the statements. Returns the id.
+
+    Taking the id and recording it in one call under the lock keeps another writer (another
+    process, or a history model in another dbt thread) from taking the same id in between.
+    Session variables because Delta's statements bind no SQL parameters; the values set are
+    numbers and a time this function makes."""
     with writer.holding(spark, writer_lock, writer_wait_seconds):
         _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql)
+        state = ledger.recorded(spark, transactions, versioned)
+        txn_id = state.last_id + 1
+        started_at = ledger.transaction_times(state.last_started, 1)[0]
+        _declare(spark, TXN_ID, "bigint", str(txn_id))
+        _declare(spark, STARTED_AT, "timestamp", f"timestamp'{started_at}'")
+        for statement in statements:
+            spark.sql(statement)
+        version = spark.sql(f"describe history {versioned} limit 1").collect()[0].version
+        _declare(spark, DELTA_VERSION, "bigint", str(int(version)))
+        spark.sql(record)
+    return txn_id
+
+
+def _declare(spark: SparkSession, variable: str, sql_type: str, value: str) -> None:
+    spark.sql(f"declare or replace variable {variable.rsplit('.', 1)[1]} {sql_type} default {value}")
 
 
 def _recover(

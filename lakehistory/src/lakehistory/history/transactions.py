@@ -54,19 +54,31 @@ def create_sql(relation: str) -> str:
     return f"create table if not exists {relation} (\n    {fields}\n) using delta"
 
 
+# What a CREATE TABLE IF NOT EXISTS meets when another writer creates the same table at that
+# moment: Delta's refusal of the second commit, the other's files before its first commit, or
+# the metastore's refusal of the second registration.
+CREATE_RACE_ERRORS = ("concurrent", "delta_create_table_with_non_empty_location", "already exists")
+
+
+def create_if_missing(spark: SparkSession, relation: str, statement: str) -> None:
+    """Run `statement` (a CREATE TABLE IF NOT EXISTS of `relation`); when another writer creates
+    the table at the same moment, wait until its table is registered instead of failing."""
+    for attempt in range(10):
+        if attempt and spark.catalog.tableExists(relation.replace("`", "")):
+            return
+        try:
+            spark.sql(statement)
+            return
+        except Exception as exc:
+            if attempt == 9 or not any(e in str(exc).lower() for e in CREATE_RACE_ERRORS):
+                raise
+            time.sleep(1)
+
+
 def ensure_transactions_table(spark: SparkSession, relation: str) -> None:
     """Entry point for `lakehistory.ensure_transactions_table`: create the table when missing;
     refuse one whose columns are not this layout's."""
-    for attempt in range(10):
-        if attempt and spark.catalog.tableExists(relation.replace("`", "")):
-            break
-        try:
-            spark.sql(create_sql(relation))
-            break
-        except Exception as exc:  # another writer created it at the same moment: once it is registered, go on
-            if "concurrent" not in str(exc).lower() or attempt == 9:
-                raise
-            time.sleep(1)
+    create_if_missing(spark, relation, create_sql(relation))
     stored = set(spark.table(relation).columns)
     missing = [name for name in COLUMNS if name not in stored]
     if missing:

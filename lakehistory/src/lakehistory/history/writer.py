@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from lakehistory.history.table import HistoryError
+from lakehistory.history.transactions import create_if_missing
 
 LEASE_SECONDS = 300
 RENEW_SECONDS = 60
@@ -170,23 +171,15 @@ def _lock_session(spark: SparkSession) -> SparkSession:
 
 
 def _create(spark: SparkSession, lock: str) -> None:
-    """The lock table with its one free row (slot 1), made in one commit. Of two writers that create it at
-    once, one commit wins; the other tries again once the table is registered."""
-    for attempt in range(10):
-        if attempt and spark.catalog.tableExists(lock.replace("`", "")):
-            return
-        try:
-            spark.sql(
-                f"create table if not exists {lock} using delta"
-                " tblproperties ('delta.enableDeletionVectors' = 'false') as select 1 as slot,"
-                " cast(null as string) as holder, cast(null as string) as token,"
-                " cast(null as timestamp) as taken_at, cast(null as timestamp) as expires_at"
-            )
-            return
-        except Exception as exc:
-            if "concurrent" not in str(exc).lower() or attempt == 9:
-                raise
-            time.sleep(1)
+    """The lock table with its one free row (slot 1), made in one commit."""
+    create_if_missing(
+        spark,
+        lock,
+        f"create table if not exists {lock} using delta"
+        " tblproperties ('delta.enableDeletionVectors' = 'false') as select 1 as slot,"
+        " cast(null as string) as holder, cast(null as string) as token,"
+        " cast(null as timestamp) as taken_at, cast(null as timestamp) as expires_at",
+    )
 
 
 def _keep(lock: str, held: _Hold) -> None:

@@ -54,6 +54,7 @@ def _expected_columns(spec: TableSpec, kind: str) -> tuple[set[str], set[str]]:
 OPEN_END_TEXT = "9999-12-31T23:59:59.999Z"
 # What Spark reads bytes that are not UTF-8 as: a file's text is refused rather than stored so.
 REPLACEMENT_CHARACTER = "\ufffd"
+MISALIGNED = "its fields do not line up with the header (a field too many or too few, or a quote never closed)"
 
 
 def typed(raw: SparkColumn, sql_type: str) -> SparkColumn:
@@ -188,7 +189,7 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
         for name, sql_type in types.items()
     ]
     bad_cell = F.coalesce(
-        F.when(malformed, F.lit("its fields do not line up with the header (a field too many or too few)")),
+        F.when(malformed, F.lit(MISALIGNED)),
         *not_utf8,
         *does_not_convert,
         _bad_interval(value(START, "timestamp"), value(END, "timestamp"), value(ACTIVE, "boolean")),
