@@ -123,7 +123,7 @@ def _drop_if_never_written(spark: SparkSession, target: str) -> None:
         spark.sql(f"drop table if exists {target}")
 
 
-# --- what is pending ---------------------------------------------------------------------------------
+# --- captures and cleanups --------------------------------------------------------------------------
 
 
 # The session variables a capture's or cleanup's statements read their transaction from.
@@ -171,6 +171,9 @@ def run_transaction(
 
 def _declare(spark: SparkSession, variable: str, sql_type: str, value: str) -> None:
     spark.sql(f"declare or replace variable {variable.rsplit('.', 1)[1]} {sql_type} default {value}")
+
+
+# --- what is pending ---------------------------------------------------------------------------------
 
 
 def _recover(
