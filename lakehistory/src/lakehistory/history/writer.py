@@ -159,9 +159,7 @@ def _lock_session(spark: SparkSession) -> SparkSession:
     running meanwhile (a run starting while the keeper renews) would list that view and then
     miss it. A child session shares the metastore, Delta and the SparkContext, and keeps its
     temporary views to itself. Over Spark Connect the DataFrame travels with the statement."""
-    if getattr(spark, "_jsparkSession", None) is None:  # Spark Connect, or already a lock session
-        return spark
-    if spark in _lock_sessions.values():
+    if getattr(spark, "_jsparkSession", None) is None or spark in _lock_sessions.values():  # Connect, or a lock's
         return spark
     if spark not in _lock_sessions:
         child = spark.newSession()
