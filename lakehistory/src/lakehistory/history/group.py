@@ -78,34 +78,35 @@ def compute_changes(
         candidates.createOrReplaceTempView(CANDIDATES_VIEW)
         frame = spark.sql(changes_sql(layout, first.rewrites)).localCheckpoint()
     frame.createOrReplaceTempView(CHANGES_VIEW)
-    rows = spark.sql(
-        f"""
-        select 'opened' as what, `_lh_from` as b, count(*) as n from {CHANGES_VIEW}
-        where `_lh_action` = 'insert' group by `_lh_from`
-        union all
-        select 'closed', `_lh_to`, count(*) from {CHANGES_VIEW} where `_lh_to` is not null group by `_lh_to`
-        union all
-        select 'gone', `_lh_to`, count(*) from {CHANGES_VIEW} where `_lh_gone` group by `_lh_to`
-        union all
-        select 'closes_stored', 0, count(*) from {CHANGES_VIEW} where `_lh_action` = 'close'
-        union all
-        select 'clash', min(`_lh_clash`), 1 from {CHANGES_VIEW} having min(`_lh_clash`) is not null
-        union all
-        select 'interleave', min(`_lh_interleave`), 1 from {CHANGES_VIEW} having min(`_lh_interleave`) is not null
-        """
-    ).collect()
-    counts: dict[str, dict[int, int]] = {}
-    for r in rows:
-        counts.setdefault(r.what, {})[r.b] = r.n
-    return Changes(
-        frame=frame,
-        opened=counts.get("opened", {}),
-        closed=counts.get("closed", {}),
-        gone=counts.get("gone", {}),
-        closes_stored=counts.get("closes_stored", {}).get(0, 0) > 0,
-        clash=min(counts.get("clash", {}), default=None),
-        interleave=min(counts.get("interleave", {}), default=None),
+    return _counted(frame)
+
+
+def _counted(frame: DataFrame) -> Changes:
+    """The group's changes with their counts per batch, from one aggregate of a few rows (a row
+    per kind of change and batches it spans)."""
+    changes = Changes(frame, opened={}, closed={}, gone={}, closes_stored=False, clash=None, interleave=None)
+    rows = frame.groupBy("`_lh_action`", "`_lh_from`", "`_lh_to`", "`_lh_gone`").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.min("`_lh_clash`").alias("clash"),
+        F.min("`_lh_interleave`").alias("interleave"),
     )
+    for r in rows.collect():
+        n, b_from, b_to = r["n"], r["_lh_from"], r["_lh_to"]
+        if r["_lh_action"] == "insert":
+            changes.opened[b_from] = changes.opened.get(b_from, 0) + n
+        else:
+            changes.closes_stored = True
+        if b_to is not None:
+            changes.closed[b_to] = changes.closed.get(b_to, 0) + n
+        if r["_lh_gone"]:
+            changes.gone[b_to] = changes.gone.get(b_to, 0) + n
+        changes.clash = _least(changes.clash, r["clash"])
+        changes.interleave = _least(changes.interleave, r["interleave"])
+    return changes
+
+
+def _least(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 @contextmanager

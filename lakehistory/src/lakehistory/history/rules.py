@@ -124,30 +124,21 @@ def candidates_sql(
         f"""versioned as (
     select distinct {cols(k)}, `_lh_b` from batch where `_lh_kind` in ('replace', 'update')
 )""",
-        f"""earliest as (
-    -- rule 6: per batch and key, the earliest start (earliest files, or `_fivetran_earliest`
-    -- rows); a key a batch only deletes has none
-    select {cols(k, "e")}, e.`_lh_b`, min(e.{q(START)}) as `_lh_e`
-    from batch as e
-    left semi join versioned as v on {same_key("e", "v", k)} and e.`_lh_b` = v.`_lh_b`
-    where (e.`_lh_has_earliest_file` and e.`_lh_kind` = 'earliest')
-        or (not e.`_lh_has_earliest_file` and e.`_lh_kind` in ('replace', 'update') and e.{q(EARLIEST)})
-    group by all
-)""",
-        f"""deletes as (
-    -- rule 11: per batch and key, the delete time (the earliest delete wins)
-    select {cols(k)}, `_lh_b`, min({q(END)}) as `_lh_d` from batch where `_lh_kind` = 'delete' group by all
-)""",
         f"""events as (
-    select
-        {", ".join(f"coalesce(e.{q(c)}, d.{q(c)}) as {q(c)}" for c in k)},
-        coalesce(e.`_lh_b`, d.`_lh_b`) as `_lh_b`,
-        e.`_lh_e`,
-        d.`_lh_d`,
-        m.`_lh_mark`
-    from earliest as e
-    full outer join deletes as d on {same_key("e", "d", k)} and e.`_lh_b` = d.`_lh_b`
-    inner join marks as m on m.`_lh_b` = coalesce(e.`_lh_b`, d.`_lh_b`)
+    -- per batch and key: rule 6, the earliest start (earliest files, or `_fivetran_earliest` rows;
+    -- a key a batch only deletes has none); rule 11, the delete time (the earliest delete wins)
+    select {cols(k, "x")}, x.`_lh_b`, min(x.`_lh_e`) as `_lh_e`, min(x.`_lh_d`) as `_lh_d`, m.`_lh_mark`
+    from (
+        select {cols(k, "e")}, e.`_lh_b`, e.{q(START)} as `_lh_e`, null as `_lh_d`
+        from batch as e
+        left semi join versioned as v on {same_key("e", "v", k)} and e.`_lh_b` = v.`_lh_b`
+        where (e.`_lh_has_earliest_file` and e.`_lh_kind` = 'earliest')
+            or (not e.`_lh_has_earliest_file` and e.`_lh_kind` in ('replace', 'update') and e.{q(EARLIEST)})
+        union all
+        select {cols(k)}, `_lh_b`, null, {q(END)} from batch where `_lh_kind` = 'delete'
+    ) as x
+    inner join marks as m on m.`_lh_b` = x.`_lh_b`
+    group by all
 )""",
         f"""versions as (
     -- rules 9, 10: each batch's versions of a key in start order; an unmodified cell looks back

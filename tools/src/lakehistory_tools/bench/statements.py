@@ -6,8 +6,9 @@
 Builds the benchmark's `obs_raw_history` table, then lands a small batch per run and runs the
 node through dbt. Every Spark action of the run (a query whose rows reach Python, a local
 checkpoint, a SQL command, the MERGE) is timed and listed in order with the function of the
-product that ran it, its Spark jobs and, for queries, a summary of its physical plan (shuffles,
-joins, windows, tables scanned): the statements a batch costs, and what each costs.
+product that ran it, its Spark jobs, the time they ran (the rest of the action's time is the
+driver's: planning, Delta's log and commit) and, for queries, a summary of its physical plan
+(shuffles, joins, windows, tables scanned): the statements a batch costs, and what each costs.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Action:
     started: float  # time.perf_counter() when it began
     seconds: float
     jobs: int
+    busy: float  # seconds in which at least one of its jobs ran
     plan: str = ""
 
 
@@ -50,9 +52,25 @@ class Recorder:
     actions: list[Action] = field(default_factory=list)
     _depth: int = 0
 
+    def _store(self):
+        return self.spark.sparkContext._jsc.sc().statusStore()
+
     def _job_count(self) -> int:
-        store = self.spark.sparkContext._jsc.sc().statusStore()
-        return int(store.jobsList(None).size())
+        return int(self._store().jobsList(None).size())
+
+    def _busy(self, first_job: int) -> float:
+        """Seconds in which at least one job numbered `first_job` or later ran."""
+        jobs = self._store().jobsList(None)
+        spans = []
+        for i in range(jobs.size()):
+            job = jobs.apply(i)
+            if job.jobId() >= first_job and job.completionTime().isDefined():
+                spans.append((job.submissionTime().get().getTime(), job.completionTime().get().getTime()))
+        busy, end = 0, 0
+        for start, stop in sorted(spans):
+            busy += max(0, stop - max(start, end))
+            end = max(end, stop)
+        return busy / 1000
 
     def install(self) -> None:
         from pyspark.sql import SparkSession
@@ -81,13 +99,15 @@ class Recorder:
                 result = call(target, *args, **kwargs)
             finally:
                 recorder._depth -= 1
-            seconds, jobs = time.perf_counter() - started, recorder._job_count() - jobs
+            seconds, first_job = time.perf_counter() - started, jobs
+            jobs = recorder._job_count() - first_job
             # `spark.sql` runs a command (DDL, INSERT, DESCRIBE) at once; a query only when acted on
             if name != "sql" or jobs or seconds > 0.05:
                 # (a query's plan once it ran: planning one here would add its cost to the next gap)
                 plan = _plan_summary(target, recorder.explain) if name not in ("sql", "merge") else ""
                 text = " ".join(str(args[0]).split())[:60] if name == "sql" and args else name
-                recorder.actions.append(Action(_caller(), text, started, seconds, jobs, plan))
+                busy = recorder._busy(first_job) if jobs else 0.0
+                recorder.actions.append(Action(_caller(), text, started, seconds, jobs, busy, plan))
             return result
 
         return timed
@@ -156,14 +176,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             recorder.explain.unlink(missing_ok=True)
         began = time.perf_counter()
         node = dbt.node_seconds(schema, landing, "run", HISTORY)
+        jobs = sum(a.jobs for a in recorder.actions)
+        print(f"run {r}: node {node:.2f}s, {len(recorder.actions)} statements, {jobs} Spark jobs")
     spent = sum(a.seconds for a in recorder.actions)
     print(f"{HISTORY}: a {args.batch_keys}-key batch on {args.rows} rows, run {args.runs}: node {node:.2f}s")
-    print(f"{'at':>6} {'seconds':>8} {'jobs':>4}  {'function':<40} {'statement':<44} plan")
+    print(f"{'at':>6} {'seconds':>8} {'jobs':>4} {'busy':>5}  {'function':<40} {'statement':<44} plan")
     for a in recorder.actions:
-        print(f"{a.started - began:6.2f} {a.seconds:8.2f} {a.jobs:4d}  {a.where:<40} {a.what:<44} {a.plan}")
+        print(
+            f"{a.started - began:6.2f} {a.seconds:8.2f} {a.jobs:4d} {a.busy:5.2f}  {a.where:<40} {a.what:<44} {a.plan}"
+        )
+    busy = sum(a.busy for a in recorder.actions)
     print(
-        f"       {spent:8.2f}       {len(recorder.actions)} statements; the rest of the node's time is dbt and"
-        " Python (the gaps between the `at` of one statement and the end of the one before)"
+        f"       {spent:8.2f}      {busy:5.2f}  {len(recorder.actions)} statements; the rest of the node's time is"
+        " dbt and Python (the gaps between the `at` of one statement and the end of the one before)"
     )
     print(f"the physical plan of every query: {recorder.explain}")
     return 0
