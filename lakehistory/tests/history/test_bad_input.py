@@ -3,6 +3,7 @@ column at fault, and leaves every table exactly as it was."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import gzip
 import json
@@ -348,3 +349,33 @@ def test_duplicate_start_clashing_with_the_table_is_refused(applied: HistoryCase
         shutil.rmtree(folder)
     assert "000002" in error and "already holds" in error, error
     assert applied.physical_rows() == before
+
+
+def test_a_deleted_column_the_model_does_not_configure_is_refused_not_ignored(applied: HistoryCase) -> None:
+    """Rules 8 and 11 mark closed rows in the column a batch names; a model that configures no
+    deleted_column refuses such a batch (naming batch and column) after applying the ones before
+    it, and applies it once the model configures the column."""
+    columns = [*COLS, Column("deleted", "boolean")]
+    case = HistoryCase(applied.project, "flagged", columns, ["id"])
+
+    def flagged(n: int, **rows: list[dict]) -> Batch:
+        return Batch(table="flagged", batch_id=f"{n:06d}", sequence=n, key=["id"], columns=columns, **rows)
+
+    later = T0 + dt.timedelta(days=1)
+    case.land(flagged(1, replace=[dict(good_row(1, T0), deleted=False), dict(good_row(2, T0), deleted=False)]))
+    case.land(dataclasses.replace(flagged(2, delete=[{"id": 1, "_fivetran_end": later}]), deleted_column="deleted"))
+    case.land(flagged(3, replace=[dict(good_row(3, later), deleted=False)]))
+    error = case.run_fails()
+    for fragment in ("batch 000002", "names deleted as its deleted column", "deleted_column='deleted'"):
+        assert fragment in error, f"{fragment!r} missing from the error:\n{error}"
+    assert [t["batch_id"] for t in case.transactions()] == ["000001"]
+    assert [(r["id"], r["_fivetran_active"]) for r in case.physical_rows()] == [(1, True), (2, True)]
+
+    configured = HistoryCase(applied.project, "flagged", columns, ["id"], deleted_column="deleted")
+    configured.run()
+    assert [t["batch_id"] for t in configured.transactions()] == ["000001", "000002", "000003"]
+    assert {(r["id"], r["_fivetran_active"], r["deleted"]) for r in configured.fivetran_rows()} == {
+        (1, False, True),
+        (2, True, False),
+        (3, True, False),
+    }

@@ -100,15 +100,19 @@ def apply_pending(
             state, recovered = _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
             _reached("recovered")
             pending = _pending(spark, staged, recovered, layout.keys[0])
+            refused = _unconfigured_deleted_column(pending, layout)
+            applicable = pending[: pending.index(refused)] if refused else pending
             at = 0
-            while at < len(pending):
-                end = next((i for i in range(at + 1, len(pending)) if pending[i].rewrites), len(pending))
+            while at < len(applicable):
+                end = next((i for i in range(at + 1, len(applicable)) if applicable[i].rewrites), len(applicable))
                 if max_batches_per_commit:
                     end = min(end, at + int(max_batches_per_commit))
                 taken, state = _apply_group(
-                    spark, target, staged, transactions, layout, versions, uuid_sql, pending[at:end], state, outcome
+                    spark, target, staged, transactions, layout, versions, uuid_sql, applicable[at:end], state, outcome
                 )
                 at += taken
+            if refused:
+                raise HistoryError(_deleted_column_message(refused, layout))
         except Exception:
             if not exists:
                 _drop_if_never_written(spark, target)
@@ -226,6 +230,7 @@ def _pending(spark: SparkSession, staged: str, recovered: set[tuple[str, str]], 
             max_by(s.`_lh_author`, s.`_lh_kind` = 'batch') as author,
             max_by(s.`_lh_app_id`, s.`_lh_kind` = 'batch') as app_id,
             max_by(s.`_lh_commit_message`, s.`_lh_kind` = 'batch') as commit_message,
+            max_by(s.`_lh_deleted_column`, s.`_lh_kind` = 'batch') as deleted_column,
             max(s.`_lh_truncate_mode`) is not null as truncate,
             array_sort(collect_list(named_struct('row', s.`_lh_row`, 'op', s.`_lh_change_op`,
                 'column', s.`_lh_change_column`)) filter (where s.`_lh_kind` = 'schema_change')) as schema_changes,
@@ -250,6 +255,7 @@ def _pending(spark: SparkSession, staged: str, recovered: set[tuple[str, str]], 
             schema_changes=tuple((c.row, c.op, c.column) for c in r.schema_changes),
             rows_in=r.rows_in,
             key_range=(r.key_lo, r.key_hi),
+            deleted_column=r.deleted_column,
         )
         for r in rows
         if (r.source_table, r.batch_id) not in recovered
@@ -260,6 +266,33 @@ def _pending(spark: SparkSession, staged: str, recovered: set[tuple[str, str]], 
             + ", ".join(b.batch_id for b in batches)
         )
     return batches
+
+
+def _unconfigured_deleted_column(pending: list[Batch], layout: Layout) -> Batch | None:
+    """The first batch whose manifest names, as its deleted column, a column of the table that is
+    not the model's `deleted_column`. Rules 8 and 11 would set that column on the rows the batch
+    closes; the product sets only the column the model configures, so that a manifest (untrusted
+    input) cannot turn any column of the table into a delete flag. A named column the table lacks
+    is ignored, as the spec says."""
+    columns = {c.lower() for c in layout.data}
+    configured = (layout.deleted_column or "").lower()
+    for batch in pending:
+        named = (batch.deleted_column or "").lower()
+        if named in columns and named != configured:
+            return batch
+    return None
+
+
+def _deleted_column_message(batch: Batch, layout: Layout) -> str:
+    configured = layout.deleted_column
+    model = f"the model's deleted_column is {configured}" if configured else "the model configures no deleted_column"
+    column = next(c for c in layout.data if c.lower() == (batch.deleted_column or "").lower())
+    return (
+        f"batch {batch.batch_id} of {batch.source_table} names {batch.deleted_column} as its deleted column,"
+        f" but {model}: set deleted_column='{column}' in the model's config to have the rows it"
+        " closes marked deleted (spec rules 8 and 11), or land the batch without it."
+        " This batch and the ones after it were not applied; the ones before it were."
+    )
 
 
 # --- one group ---------------------------------------------------------------------------------------

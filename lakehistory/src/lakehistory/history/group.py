@@ -46,6 +46,7 @@ class Batch:
     schema_changes: tuple[tuple[int, str, str], ...]
     rows_in: int
     key_range: tuple[Any, Any]
+    deleted_column: str | None = None  # the column its manifest names as the deleted column
 
     @property
     def rewrites(self) -> bool:

@@ -89,7 +89,8 @@ def candidates_sql(
     they rewrite the stored rows before its rows apply (rules 15-17)."""
     k = layout.keys
     row = cols(layout.row)
-    mark = f"coalesce(`_lh_deleted_column` = {lit(layout.deleted_column)}, false)" if layout.deleted_column else "false"
+    named = lit(layout.deleted_column.lower()) if layout.deleted_column else None
+    mark = f"coalesce(lower(`_lh_deleted_column`) = {named}, false)" if named else "false"
     ctes = [
         f"batch as (\n    select * from {q(GROUP_VIEW)}\n)",
         f"""marks as (
