@@ -31,7 +31,7 @@ def free_port() -> int:
 def connect_url(tmp_path_factory: pytest.TempPathFactory):
     lakehouse = tmp_path_factory.mktemp("connect-lakehouse")
     port = free_port()
-    server = connect_server.start(port, lakehouse, lakehouse / "server.log")
+    server = connect_server.start(connect_server.ServerSettings(lakehouse, port=port), lakehouse / "server.log")
     url = f"sc://127.0.0.1:{port}"
     os.environ["SPARK_REMOTE"] = url
     try:

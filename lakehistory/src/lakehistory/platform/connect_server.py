@@ -1,10 +1,17 @@
-"""A Spark Connect server on this machine, with Delta Lake, for trying the `connect` target.
+"""A Spark Connect server with Delta Lake: the engine of the profile's `connect` target.
 
-    python -m lakehistory.platform.connect_server --port 15002 --lakehouse .local/connect-lakehouse
-    SPARK_REMOTE=sc://127.0.0.1:15002 dbt build --profiles-dir . --target connect
+    # on this machine (embedded defaults: local[2], lakehouse in .local/connect-lakehouse)
+    python -m lakehistory.platform.connect_server --port 15002
+    # on a standalone cluster: executors get the Delta jars from the server (spark-submit --jars)
+    python -m lakehistory.platform.connect_server --master spark://spark-master:7077 \\
+        --host 10.0.0.5 --executor-memory 4g --executor-cores 2 --total-executor-cores 8 \\
+        --warehouse s3a://lake/warehouse --conf spark.hadoop.hive.metastore.uris=thrift://metastore:9083
+    SPARK_REMOTE=sc://10.0.0.5:15002 dbt build --target connect
 
-In production the server is a Spark cluster's; it owns the catalog, the metastore and the
-Delta configuration, which is why they are set here and not in the profile's `connect` target.
+The server owns the catalog, the metastore and the Delta configuration, which is why they are set
+here and not in the profile's `connect` target. On a cluster the warehouse must be storage every
+executor reads (HDFS, S3, ...), and the metastore one that several clients can use (a Hive
+metastore service): the default Derby metastore in the lakehouse folder serves this process only.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspark
@@ -25,65 +34,140 @@ from lakehistory.platform.paths import jar_dir, local_home
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
-def server_command(port: int, lakehouse: Path) -> list[str]:
-    spark_home = Path(pyspark.__file__).parent
-    delta_jars = ",".join(str(jar_dir() / name) for name in jars.REQUIRED)
+@dataclass(frozen=True)
+class ServerSettings:
+    """Where the server runs and what it may use; the defaults are the embedded single machine."""
+
+    lakehouse: Path  # the Derby metastore, the server's log and (unless `warehouse`) the tables
+    port: int = 15002
+    host: str = "127.0.0.1"  # where clients reach the server, and executors its driver
+    master: str = "local[2]"
+    driver_memory: str = "4g"
+    executor_memory: str | None = None
+    executor_cores: int | None = None
+    total_executor_cores: int | None = None  # a standalone or Mesos cluster's cap for this server
+    warehouse: str | None = None  # a path or URI (hdfs://, s3a://); on a cluster, shared storage
+    conf: dict[str, str] = field(default_factory=dict)  # more Spark settings; they win over ours
+
+    @property
+    def local(self) -> bool:
+        return self.master.startswith("local")
+
+
+def server_conf(settings: ServerSettings) -> dict[str, str]:
+    lakehouse = settings.lakehouse
     conf = {
-        "spark.connect.grpc.binding.address": "127.0.0.1",
-        "spark.connect.grpc.binding.port": str(port),
+        "spark.connect.grpc.binding.address": settings.host,
+        "spark.connect.grpc.binding.port": str(settings.port),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.sources.default": "delta",
-        "spark.sql.warehouse.dir": str(lakehouse / "warehouse"),
+        "spark.sql.warehouse.dir": settings.warehouse or str(lakehouse / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={lakehouse}/metastore_db;create=true",
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={lakehouse} -Dlog4j2.configurationFile={local_home() / 'log4j2.properties'}"
         ),
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": settings.host,
+        "spark.driver.host": settings.host,
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.databricks.delta.snapshotPartitions": "2",
         "spark.ui.enabled": "false",
         "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
     }
-    command = [str(spark_home / "bin" / "spark-submit"), "--master", "local[2]", "--class", SERVER_CLASS]
-    command += ["--jars", delta_jars, "--driver-memory", "4g"]
-    for key, value in conf.items():
+    if settings.local:
+        # Sized for two cores in one JVM; on a cluster Spark's defaults (adaptive execution
+        # coalesces the shuffle partitions) fit the executors better.
+        conf |= {"spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"}
+    return conf | settings.conf
+
+
+def server_command(settings: ServerSettings) -> list[str]:
+    spark_home = Path(pyspark.__file__).parent
+    # --jars puts Delta on the driver's classpath and ships it to every executor.
+    delta_jars = ",".join(str(jar_dir() / name) for name in jars.REQUIRED)
+    command = [str(spark_home / "bin" / "spark-submit"), "--master", settings.master, "--class", SERVER_CLASS]
+    command += ["--jars", delta_jars, "--driver-memory", settings.driver_memory]
+    for flag, value in (
+        ("--executor-memory", settings.executor_memory),
+        ("--executor-cores", settings.executor_cores),
+        ("--total-executor-cores", settings.total_executor_cores),
+    ):
+        if value is not None:
+            command += [flag, str(value)]
+    for key, value in server_conf(settings).items():
         command += ["--conf", f"{key}={value}"]
     return [*command, "spark-internal"]
 
 
-def start(port: int, lakehouse: Path, log: Path) -> subprocess.Popen:
+def start(settings: ServerSettings, log: Path) -> subprocess.Popen:
     """Start the server in the background and return once it accepts connections."""
-    lakehouse.mkdir(parents=True, exist_ok=True)
+    settings.lakehouse.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent)}
     env.pop("SPARK_REMOTE", None)
     with open(log, "ab") as out:
-        command = server_command(port, lakehouse)  # our own spark-submit and settings
+        command = server_command(settings)  # our own spark-submit and settings
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)  # noqa: S603
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"Spark Connect server exited with {process.returncode}; see {log}")
         with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
+            if probe.connect_ex((settings.host, settings.port)) == 0:
                 return process
         time.sleep(1)
     process.kill()
-    raise RuntimeError(f"Spark Connect server did not listen on 127.0.0.1:{port} within 180 s; see {log}")
+    raise RuntimeError(
+        f"Spark Connect server did not listen on {settings.host}:{settings.port} within 180 s; see {log}"
+    )
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def parse_settings(argv: Sequence[str] | None = None) -> ServerSettings:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=15002)
+    parser.add_argument(
+        "--lakehouse",
+        type=Path,
+        default=local_home() / "connect-lakehouse",
+        help="folder of the Derby metastore, the server's log and (without --warehouse) the tables",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address clients and executors reach the server at")
+    parser.add_argument("--master", default="local[2]", help="local[N], spark://host:7077, yarn, k8s://...")
+    parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--executor-memory")
+    parser.add_argument("--executor-cores", type=int)
+    parser.add_argument("--total-executor-cores", type=int)
+    parser.add_argument("--warehouse", help="where the tables are: a path, or a URI of shared storage on a cluster")
+    parser.add_argument(
+        "--conf", type=_setting, action="append", default=[], metavar="KEY=VALUE", help="any other Spark setting"
+    )
+    args = parser.parse_args(argv)
+    return ServerSettings(
+        lakehouse=args.lakehouse.resolve(),
+        port=args.port,
+        host=args.host,
+        master=args.master,
+        driver_memory=args.driver_memory,
+        executor_memory=args.executor_memory,
+        executor_cores=args.executor_cores,
+        total_executor_cores=args.total_executor_cores,
+        warehouse=args.warehouse,
+        conf=dict(args.conf),
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=15002)
-    parser.add_argument("--lakehouse", type=Path, default=local_home() / "connect-lakehouse")
-    args = parser.parse_args()
-    log = args.lakehouse / "server.log"
-    args.lakehouse.mkdir(parents=True, exist_ok=True)
-    process = start(args.port, args.lakehouse.resolve(), log)
-    print(f"Spark Connect listening on sc://127.0.0.1:{args.port} (log: {log}); Ctrl-C stops it")
+    settings = parse_settings()
+    log = settings.lakehouse / "server.log"
+    process = start(settings, log)
+    url = f"sc://{settings.host}:{settings.port}"
+    print(f"Spark Connect listening on {url} ({settings.master}; log: {log}); Ctrl-C stops it")
     try:
         sys.exit(process.wait())
     except KeyboardInterrupt:
