@@ -32,6 +32,8 @@ demo: setup
 	@# the same changes as events and feature states: an audit of the last transaction, a version chain
 	$(DBT) show $(DBT_DEMO) --select last_transaction_audit --limit 10
 	$(DBT) show $(DBT_DEMO) --select station_state_chain
+	@# every table's batches: all applied, none pending
+	$(BIN)/lakehistory status $(DBT_DEMO)
 
 test: lint test-python test-adapter test-connect
 

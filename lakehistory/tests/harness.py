@@ -120,5 +120,6 @@ def describe_failure(result: dbtRunnerResult) -> str:
     messages = []
     for node_result in getattr(result.result, "results", None) or []:
         if str(getattr(node_result, "status", "")).lower() in {"error", "fail", "runtimeerror"}:
-            messages.append(f"{node_result.node.name}: {node_result.message}")
+            node = getattr(node_result, "node", None)  # a run-operation's result has none
+            messages.append(f"{node.name}: {node_result.message}" if node else str(node_result.message))
     return "\n".join(messages) or "no message"

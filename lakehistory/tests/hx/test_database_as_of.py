@@ -1,6 +1,6 @@
 """The demo domain through both paths, day by day, and the whole database rebuilt as of many
-instants (seed 003's canonical use case), checked against the generator's own batches and extracts
-run through the reference model."""
+instants (seed 003's canonical use case), also as a past download pinned to its transaction,
+checked against the generator's own batches and extracts run through the reference model."""
 
 from __future__ import annotations
 
@@ -8,85 +8,54 @@ import collections
 import datetime as dt
 
 import pytest
+from demo_reference import HISTORY, TABLES, compile_many, instants, known_after, state
 
-from harness import DEMO_CONFIG, DEMO_EXTRACTS, DbtProject
-from lakehistory.landing.batch import END, ONE_MS, START, TMAX
-from lakehistory_tools.generator import SourceSimulator, get_table
-from lakehistory_tools.generator.batches import to_python
-from oracle.fivetran import apply_stream, state_at
+from harness import DbtProject
+from lakehistory_tools.generator import get_table
 from oracle.replay import replay_events, replay_states
 
-CONFIG = DEMO_CONFIG  # what the `demo` fixture (conftest.py) is built from
-EXTRACTS = DEMO_EXTRACTS
-HISTORY = ("meta_network", "meta_station", "obs_raw")
-TABLES = ("meta_network", "meta_station", "meta_history", "meta_vars", "obs_raw")
+
+def test_every_table_rebuilt_as_of_many_instants_equals_the_reference(demo: DbtProject) -> None:
+    assert_database_as_of(demo, known_after(), instants(known_after()))
 
 
-def naive(v):
-    return v.astimezone(dt.UTC).replace(tzinfo=None) if isinstance(v, dt.datetime) else v
-
-
-@pytest.fixture(scope="module")
-def reference() -> dict:
-    """Per history-mode table its reference Fivetran table; per extract table its captures."""
-    sim = SourceSimulator(CONFIG)
-    batches: dict[str, list] = {t: [] for t in HISTORY}
-    captures: dict[str, list] = {t: [] for t in EXTRACTS}
-    for _ in sim.run():
-        for t in HISTORY:
-            batches[t].append(sim.batch(t)[0])
-        for t in EXTRACTS:
-            tdef = get_table(t)
-            columns = sim.current_columns(t)
-            values = [to_python(columns[c], tdef.types[c]) for c in tdef.column_names]
-            rows = [dict(zip(tdef.column_names, r, strict=True)) for r in zip(*values, strict=True)]
-            captures[t].append((naive(sim.sync_time(sim.sync)), rows))
-    return {"history": {t: apply_stream(b) for t, b in batches.items()}, "captures": captures}
-
-
-def reference_state(reference: dict, table: str, at: dt.datetime) -> dict:
-    tdef = get_table(table)
-    if table in reference["history"]:
-        out = {}
-        # Where a late version left its predecessor overlapping (rule 8), the later start wins.
-        for r in sorted(state_at(reference["history"][table], at.replace(tzinfo=dt.UTC)), key=lambda r: r[START]):
-            out[tuple(r[k] for k in tdef.key)] = tuple(naive(r[c]) for c in tdef.column_names)
-        return out
-    taken = [rows for when, rows in reference["captures"][table] if when <= at]
-    return {
-        tuple(r[k] for k in tdef.key): tuple(naive(r[c]) for c in tdef.column_names)
-        for r in (taken[-1] if taken else [])
-    }
-
-
-def test_every_table_rebuilt_as_of_many_instants_equals_the_reference(demo: DbtProject, reference: dict) -> None:
-    demo.spark.sql("declare or replace variable lh_test_at timestamp")
-    queries = {
-        t: demo.compile_inline(f"with {{{{ lakehistory.database_as_of('lh_test_at') }}}} select * from {t}")
-        for t in TABLES
-    }
-    changes = sorted(
-        {naive(r[START]) for rows in reference["history"].values() for r in rows}
-        | {naive(r[END]) + ONE_MS for rows in reference["history"].values() for r in rows if r[END] < TMAX}
+def assert_database_as_of(demo: DbtProject, reference: dict, at: list[dt.datetime], txn: int | None = None) -> None:
+    """Every table of `database_as_of(t, txn=txn)` equals the reference's state at each instant of `at`."""
+    pin = f", txn={txn}" if txn is not None else ""
+    queries = compile_many(
+        demo, {t: f"with {{{{ lakehistory.database_as_of('lh_test_at'{pin}) }}}} select * from {t}" for t in TABLES}
     )
-    syncs = [when for when, _ in reference["captures"]["meta_vars"]]
-    instants = sorted(set(changes[:: max(1, len(changes) // 12)] + syncs + [s - ONE_MS for s in syncs] + [changes[-1]]))
-    for at in instants:
-        demo.spark.sql(f"set var lh_test_at = timestamp'{at.isoformat(sep=' ')}'")
+    demo.spark.sql("declare or replace variable lh_test_at timestamp")
+    for instant in at:
+        demo.spark.sql(f"set var lh_test_at = timestamp'{instant.isoformat(sep=' ')}'")
         for table in TABLES:
             tdef = get_table(table)
             rebuilt = {
                 tuple(r[k] for k in tdef.key): tuple(r[c] for c in tdef.column_names) for r in demo.rows(queries[table])
             }
-            assert rebuilt == reference_state(reference, table, at), f"{table} as of {at}"
+            assert rebuilt == state(reference, table, instant), f"{table} as of {instant}{pin}"
 
 
-def test_main_tables_are_the_current_state(demo: DbtProject, reference: dict) -> None:
+def test_a_download_pinned_to_a_transaction_is_reproduced_after_later_batches(demo: DbtProject) -> None:
+    """Seed 003's "reproduce a past download exactly": with `txn=` the last transaction of the first
+    day, `database_as_of` gives, at every instant, what a download made after the first day's
+    build gave, though the second day's batches and extracts changed the history since."""
+    txns = demo.rows("select * from {schema}.lakehistory_transactions order by txn_id")
+    first_day = min(t["batch_id"] for t in txns if t["operation"] == "snapshot")
+    day_one = [t["txn_id"] for t in txns if t["batch_sequence"] == 1 or t["batch_id"] == first_day]
+    assert day_one == list(range(1, len(day_one) + 1)) and len(day_one) < len(txns), "day one's transactions come first"
+    then, now = known_after(1), known_after()
+    at = instants(now)
+    assert any(state(then, t, i) != state(now, t, i) for t in TABLES for i in at), "the second day changes the answer"
+    assert_database_as_of(demo, then, at, txn=day_one[-1])
+
+
+def test_main_tables_are_the_current_state(demo: DbtProject) -> None:
     for table in TABLES:
         tdef = get_table(table)
         rows = demo.rows(f"select * from {{schema}}.{table}")
-        assert {tuple(r[k] for k in tdef.key): tuple(r[c] for c in tdef.column_names) for r in rows} == reference_state(
-            reference, table, dt.datetime(9999, 1, 1)
+        assert {tuple(r[k] for k in tdef.key): tuple(r[c] for c in tdef.column_names) for r in rows} == state(
+            known_after(), table, dt.datetime(9999, 1, 1)
         ), table
         assert all(r["mod_time"] is not None and r["mod_user"] for r in rows), table
 

@@ -1,0 +1,1 @@
+"""`lakehistory`: inspect a project's history from the command line (cli.py)."""

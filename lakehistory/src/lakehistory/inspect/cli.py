@@ -1,0 +1,76 @@
+"""Inspect a dbt project's history tables from the command line, on the lakehouse its profile
+names (the embedded Spark or a Spark Connect server): a dbt operation, so it reads what dbt reads.
+
+    lakehistory status                         per table: applied and pending batches, last transaction, lag
+    lakehistory log [--table T] [--operation OP] [--since TIME] [--limit N]
+                                               the transactions, newest first
+    lakehistory timeline TABLE KEY [KEY ...]   every version of one key, valid and transaction time
+    lakehistory diff TABLE V1 V2               the rows that differ between two versions
+    lakehistory as-of TABLE V                  the table's rows after transaction V
+
+Every command takes dbt's --project-dir, --profiles-dir and --target (run it in the project's
+folder, as dbt is, or name the folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+
+def parser() -> argparse.ArgumentParser:
+    dbt = argparse.ArgumentParser(add_help=False)
+    dbt.add_argument("--project-dir", help="the dbt project (default: the current folder)")
+    dbt.add_argument("--profiles-dir", help="where profiles.yml is (default: as dbt finds it)")
+    dbt.add_argument("--target", help="the profile's target (default: the profile's own)")
+    top = argparse.ArgumentParser(
+        prog="lakehistory", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("status", parents=[dbt], help="applied and pending batches per table")
+    log = commands.add_parser("log", parents=[dbt], help="the transactions, newest first")
+    log.add_argument("--table", dest="table_name", help="a history table, snapshot or landed source table")
+    log.add_argument("--operation", choices=["batch", "snapshot", "cleanup"])
+    log.add_argument("--since", help="committed at or after this time, e.g. 2024-05-01 or '2024-05-01 12:00'")
+    log.add_argument("--limit", type=int, default=20)
+    timeline = commands.add_parser("timeline", parents=[dbt], help="every version of one key")
+    timeline.add_argument("table_name", metavar="TABLE")
+    timeline.add_argument("key", metavar="KEY", nargs="+", help="the key's values, in the key's column order")
+    diff = commands.add_parser("diff", parents=[dbt], help="the rows that differ between two versions")
+    diff.add_argument("table_name", metavar="TABLE")
+    diff.add_argument("v1", metavar="V1")
+    diff.add_argument("v2", metavar="V2")
+    diff.add_argument("--limit", type=int, default=50)
+    as_of = commands.add_parser("as-of", parents=[dbt], help="the rows after one transaction")
+    as_of.add_argument("table_name", metavar="TABLE")
+    as_of.add_argument("version", metavar="V")
+    as_of.add_argument("--limit", type=int, default=50)
+    return top
+
+
+def dbt_arguments(argv: Sequence[str] | None = None) -> list[str]:
+    """The `dbt run-operation` command line that answers `lakehistory` with these arguments."""
+    args = vars(parser().parse_args(argv))
+    command = args.pop("command")
+    dbt = [
+        flag
+        for name in ("project_dir", "profiles_dir", "target")
+        if (value := args.pop(name)) is not None
+        for flag in (f"--{name.replace('_', '-')}", value)
+    ]
+    request = {"command": command, "args": args}
+    return ["run-operation", "lakehistory.inspect", "--args", json.dumps(request), "--quiet", *dbt]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = dbt_arguments(argv)  # --help and usage errors end here, before dbt loads
+    from dbt.cli.main import dbtRunner
+
+    result = dbtRunner().invoke(arguments)
+    return 0 if result.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
