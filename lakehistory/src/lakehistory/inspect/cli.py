@@ -54,12 +54,11 @@ def dbt_arguments(argv: Sequence[str] | None = None) -> list[str]:
     """The `dbt run-operation` command line that answers `lakehistory` with these arguments."""
     args = vars(parser().parse_args(argv))
     command = args.pop("command")
-    dbt = [
-        flag
-        for name in ("project_dir", "profiles_dir", "target")
-        if (value := args.pop(name)) is not None
-        for flag in (f"--{name.replace('_', '-')}", value)
-    ]
+    dbt: list[str] = []
+    for name in ("project_dir", "profiles_dir", "target"):
+        value = args.pop(name)
+        if value is not None:
+            dbt += [f"--{name.replace('_', '-')}", value]
     request = {"command": command, "args": args}
     return ["run-operation", "lakehistory.inspect", "--args", json.dumps(request), "--quiet", *dbt]
 

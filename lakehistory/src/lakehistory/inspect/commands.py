@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.history.sql import q
@@ -154,29 +154,28 @@ class Inspector:
                 union all
                 select '+' as change, * from (select * from b except all select * from a)
             )
-            select *, count(*) over () as total from changed order by {order}, change
+            select * from changed order by {order}, change
             """
         )
-        rows = frame.limit(int(limit)).collect()
-        if not rows:
-            return f"{table_name}: no row differs between versions {v1} and {v2}"
-        shown = [list(r)[:-1] for r in rows]
-        note = f"\n({rows[0].total} rows differ; the first {limit} shown)" if rows[0].total > len(rows) else ""
-        return table(frame.columns[:-1], shown) + note
+        return self._shown(frame, int(limit), f"{table_name}: no row differs between versions {v1} and {v2}")
 
     def as_of(self, table_name: str, version: str, limit: int = 50) -> str:
         """The table's rows in its state after transaction `version`."""
         t = self._history(table_name)
         self._versions(version=version)
         order = ", ".join(q(c) for c in [*t["key"], "_fivetran_start"])
-        frame = self.spark.sql(f"select *, count(*) over () as total from {t['as_of']} order by {order}")
-        rows = frame.limit(int(limit)).collect()
-        if not rows:
-            return f"{table_name}: no row as of version {version}"
-        note = f"\n({rows[0].total} rows; the first {limit} shown)" if rows[0].total > len(rows) else ""
-        return table(frame.columns[:-1], [list(r)[:-1] for r in rows]) + note
+        frame = self.spark.sql(f"select * from {t['as_of']} order by {order}")
+        return self._shown(frame, int(limit), f"{table_name}: no row as of version {version}")
 
     # --- helpers ------------------------------------------------------------------------------
+    def _shown(self, frame: DataFrame, limit: int, empty: str) -> str:
+        """The first `limit` rows as a table; the total is counted only when there are more."""
+        rows = frame.take(limit + 1)
+        if not rows:
+            return empty
+        note = f"\n({frame.count()} rows; the first {limit} shown)" if len(rows) > limit else ""
+        return table(frame.columns, [list(r) for r in rows[:limit]]) + note
+
     def _table(self, name: str) -> dict:
         if name not in self.tables:
             known = ", ".join(sorted(self.tables))

@@ -147,19 +147,8 @@ def parse_settings(argv: Sequence[str] | None = None) -> ServerSettings:
     parser.add_argument(
         "--conf", type=_setting, action="append", default=[], metavar="KEY=VALUE", help="any other Spark setting"
     )
-    args = parser.parse_args(argv)
-    return ServerSettings(
-        lakehouse=args.lakehouse.resolve(),
-        port=args.port,
-        host=args.host,
-        master=args.master,
-        driver_memory=args.driver_memory,
-        executor_memory=args.executor_memory,
-        executor_cores=args.executor_cores,
-        total_executor_cores=args.total_executor_cores,
-        warehouse=args.warehouse,
-        conf=dict(args.conf),
-    )
+    args = parser.parse_args(argv)  # its names are ServerSettings' fields
+    return ServerSettings(**vars(args) | {"lakehouse": args.lakehouse.resolve(), "conf": dict(args.conf)})
 
 
 def main() -> None:
