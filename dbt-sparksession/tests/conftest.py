@@ -49,6 +49,7 @@ def dbt_profile_target(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
+            "spark.databricks.delta.snapshotPartitions": "2",
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
         },
