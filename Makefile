@@ -8,7 +8,7 @@ DEMO_DIR := integration_tests
 DBT := $(BIN)/dbt --no-use-colors
 DBT_DEMO = --project-dir $(DEMO_DIR) --profiles-dir $(DEMO_DIR)
 
-.PHONY: demo test setup setup-test lint test-python test-adapter test-slow test-connect docs bench clean
+.PHONY: demo test setup setup-test lint test-python test-adapter test-slow test-cluster docs bench clean
 
 LANDING := $(LAKEHISTORY_HOME)/landing
 # The demo source: the five CRMP tables; meta_history and meta_vars arrive as daily full extracts
@@ -35,7 +35,7 @@ demo: setup
 	@# every table's batches: all applied, none pending
 	$(BIN)/lakehistory status $(DBT_DEMO)
 
-test: lint test-python test-adapter test-connect
+test: lint test-python test-adapter test-cluster
 
 setup:
 	@bash setup/bootstrap.sh
@@ -64,9 +64,11 @@ test-slow: setup-test
 test-adapter: setup
 	cd dbt-sparksession && $(BIN)/python -m pytest
 
-# A Spark Connect server of our own on 127.0.0.1, in a separate pytest process (the embedded
-# session of the other tests and a Connect client do not share one process).
-test-connect: setup
+# The project through Spark Connect on a Spark standalone cluster of its own on 127.0.0.1 (a master,
+# two workers, the server's executors in them), compared with an embedded build of the same landing.
+# A pytest process of its own: the embedded session of the other tests and a Connect client do
+# not share one process.
+test-cluster: setup
 	$(BIN)/python -m pytest -m connect
 
 docs: setup

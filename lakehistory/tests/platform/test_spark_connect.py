@@ -1,18 +1,23 @@
-"""The same project, unchanged, on a Spark Connect server (profile target `connect`).
+"""The same project, unchanged, on a Spark standalone cluster through a Spark Connect server
+(profile target `connect`): a master and two workers on 127.0.0.1, the server's executors in the
+workers' processes, and the tables it builds equal to those the embedded engine builds from the
+same landing.
 
-Runs in its own pytest process (`make test-connect`): a Connect client and the embedded
+Runs in its own pytest process (`make test-cluster`): a Connect client and the embedded
 session of the other tests do not belong in one process.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from standalone import Cluster, free_port, standalone_cluster
 
 from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
 from lakehistory.platform import connect_server
@@ -20,18 +25,82 @@ from lakehistory_tools.generator import GeneratorConfig, generate
 
 pytestmark = pytest.mark.connect
 
+# Two days of the CRMP demo: batches merged, extracts snapshotted, _hx, events and states built.
+DEMO = GeneratorConfig(scale=2, syncs=2, seed=5)
+EXTRACTS = ["meta_history", "meta_vars"]
+# Columns that hold the wall-clock time of a run (or are made from it), so differ between builds:
+# a transaction's times and uuid, the events' and states' transaction times, and the dbt columns of
+# the one snapshot without an updated_at column (dbt stamps its versions with the run's time).
+WALL_CLOCK = {"txn_uuid", "started_at", "committed_at", "_hist_time", "at", "created_at", "updated_at", "uuid"}
+SNAPSHOT_CLOCK = {"dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to"}
+WALL_CLOCK_OF = {"platform_variables_snapshot": WALL_CLOCK | SNAPSHOT_CLOCK}
+DBT = Path(sys.executable).parent / "dbt"
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+
+def dbt_command(project: DbtProject, *args: str) -> list[str]:
+    dirs = ["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES_DIR)]
+    return [str(DBT), "--no-use-colors", *args, "--target", project.target, *dirs]
 
 
 @pytest.fixture(scope="module")
-def connect_url(tmp_path_factory: pytest.TempPathFactory):
-    lakehouse = tmp_path_factory.mktemp("connect-lakehouse")
+def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("connect-lakehouse")
+
+
+# The embedded build: one process, one Spark session, a dbt build per day as `make demo` runs it.
+EMBEDDED_BUILD = """
+import sys
+from pathlib import Path
+from dbt.cli.main import dbtRunner
+from lakehistory_tools.generator import GeneratorConfig, generate
+
+project, profiles, scale, syncs, seed, extracts = sys.argv[1:]
+config = GeneratorConfig(scale=int(scale), syncs=int(syncs), seed=int(seed))
+for sync in range(1, config.syncs + 1):
+    generate(Path(project) / "landing", config, extract_tables=extracts.split(","), only_sync=sync)
+    args = ["build", "--target", "local", "--project-dir", project, "--profiles-dir", profiles]
+    if not dbtRunner().invoke(args).success:
+        sys.exit(f"embedded dbt build of day {sync} failed")
+"""
+
+
+@pytest.fixture(scope="module")
+def embedded(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    """The demo built by the embedded engine in a process of its own: the reference for the
+    cluster's build. It has ended before the server starts on the same lakehouse (its Derby
+    metastore serves one process), so the server sees these tables."""
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("embedded") / "project"), unique_schema("embedded"))
+    env = {**os.environ, "LAKEHISTORY_LAKEHOUSE": str(lakehouse), "LAKEHISTORY_DRIVER_MEMORY": "2g"}
+    env |= {"LAKEHISTORY_SCHEMA": project.schema, "LAKEHISTORY_LANDING": str(project.landing)}
+    args = [str(project.project_dir), str(PROFILES_DIR), str(DEMO.scale), str(DEMO.syncs), str(DEMO.seed)]
+    build = subprocess.run(  # noqa: S603 - this venv's Python on this test's project
+        [sys.executable, "-c", EMBEDDED_BUILD, *args, ",".join(EXTRACTS)], capture_output=True, text=True, env=env
+    )
+    assert build.returncode == 0, f"{build.stderr[-3000:]}\n{build.stdout[-5000:]}"
+    return project
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    with standalone_cluster(tmp_path_factory.mktemp("cluster"), workers=2, cores=1, memory="1g") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def connect_url(lakehouse: Path, embedded: DbtProject, cluster: Cluster):
     port = free_port()
-    server = connect_server.start(connect_server.ServerSettings(lakehouse, port=port), lakehouse / "server.log")
+    settings = connect_server.ServerSettings(
+        lakehouse,
+        port=port,
+        master=cluster.url,
+        driver_memory="2g",
+        executor_memory="1g",
+        executor_cores=1,
+        total_executor_cores=2,
+        # Sized for this machine's two cores, as the embedded profile is.
+        conf={"spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"},
+    )
+    server = connect_server.start(settings, lakehouse / "server.log")
     url = f"sc://127.0.0.1:{port}"
     os.environ["SPARK_REMOTE"] = url
     try:
@@ -48,26 +117,93 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory):
         server.wait(timeout=60)
 
 
-def test_sql_and_python_models_seeds_and_snapshots_run_over_connect(connect_url: str, tmp_path: Path) -> None:
-    project = DbtProject(copy_project(tmp_path / "project"), unique_schema("connect"), target="connect")
-    # Two days of the CRMP demo through both paths: batches merged, extracts snapshotted, _hx built.
-    config = GeneratorConfig(scale=2, syncs=2, seed=5)
-    for sync in (1, 2):
-        generate(project.landing, config, extract_tables=["meta_history", "meta_vars"], only_sync=sync)
-        project.run_ok("build")
+def comparable(spark, schema: str, table: str) -> Counter:
+    """A table's rows as a multiset, without the wall-clock columns, and with the schema name
+    left out of the table names the transactions record."""
+    from pyspark.sql import functions as F
 
+    frame = spark.table(f"`{schema}`.`{table}`")
+    frame = frame.select(*sorted(c for c in frame.columns if c not in WALL_CLOCK_OF.get(table, WALL_CLOCK)))
+    if "history_table" in frame.columns:
+        frame = frame.withColumn("history_table", F.replace("history_table", F.lit(f"{schema}."), F.lit("")))
+    return Counter(tuple(row) for row in frame.collect())
+
+
+def as_of(spark, schema: str, version: int) -> list[tuple]:
+    """`meta_station_history` as of a transaction: its Fivetran rows valid then."""
+    table = spark.table(f"`{schema}`.`meta_station_history`")
+    valid = table.where((table.valid_from <= version) & (table.valid_to > version))
+    return sorted((tuple(row.asDict().items()) for row in valid.drop("valid_from", "valid_to").collect()), key=repr)
+
+
+@dataclass
+class Reads:
+    """What an analyst's client saw while day two was built through the same server."""
+
+    before: list[tuple]  # meta_station_history as of day one's last transaction, before the build
+    as_of_day_one: list[list[tuple]] = field(default_factory=list)  # the same, read during the build
+    latest: list[tuple[int, list[tuple]]] = field(default_factory=list)  # (version, rows) as of the newest
+    ids: list[list[int]] = field(default_factory=list)  # the transaction ids, read during the build
+
+
+@pytest.fixture(scope="module")
+def cluster_build(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[DbtProject, Reads]:
+    """The demo built through the server, day one by dbt in this process, day two by a `dbt build`
+    process while this process reads the history through a Connect session of its own."""
+    from pyspark.sql import SparkSession
+
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("cluster-build")), unique_schema("connect"), "connect")
+    generate(project.landing, DEMO, extract_tables=EXTRACTS, only_sync=1)
+    project.run_ok("build")
+    spark = SparkSession.builder.remote(connect_url).getOrCreate()
+
+    def ids() -> list[int]:
+        return [r.txn_id for r in spark.table(f"`{project.schema}`.lakehistory_transactions").collect()]
+
+    day_one = max(ids())
+    reads = Reads(before=as_of(spark, project.schema, day_one))
+    generate(project.landing, DEMO, extract_tables=EXTRACTS, only_sync=2)
+    env = {**os.environ, "LAKEHISTORY_SCHEMA": project.schema, "LAKEHISTORY_LANDING": str(project.landing)}
+    log = project.project_dir / "day-two.log"
+    command = dbt_command(project, "build")
+    with log.open("w") as out, subprocess.Popen(command, stdout=out, stderr=out, env=env) as build:  # noqa: S603
+        while build.poll() is None:
+            reads.ids.append(sorted(ids()))
+            reads.as_of_day_one.append(as_of(spark, project.schema, day_one))
+            reads.latest.append((reads.ids[-1][-1], as_of(spark, project.schema, reads.ids[-1][-1])))
+    assert build.returncode == 0, log.read_text()[-5000:]
+    return project, reads
+
+
+def test_the_demo_builds_on_a_cluster_as_it_does_embedded(
+    cluster_build: tuple[DbtProject, Reads], connect_url: str, embedded: DbtProject, cluster: Cluster
+) -> None:
+    project, _ = cluster_build
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote(connect_url).getOrCreate()
     assert type(spark).__module__.startswith("pyspark.sql.connect"), "assertions must read through Connect too"
+    # The work ran in the workers' executors, not in the server's process.
+    assert all(tasks > 0 for tasks in cluster.finished_tasks()), cluster.finished_tasks()
+
+    # Every table and view of the build equals the embedded engine's: history rows with their
+    # validity, transactions, _hx ids and history foreign keys, events, states, snapshots, seeds.
+    def tables_of(schema: str) -> list[str]:  # without the session's temporary views
+        return sorted(r["tableName"] for r in project.rows(f"show tables in `{schema}`") if not r["isTemporary"])
+
+    tables = tables_of(embedded.schema)
+    assert tables_of(project.schema) == tables
+    for table in ("lakehistory_transactions", "meta_station_history", "obs_raw_hx", "meta_station_states"):
+        assert table in tables, table
+    differ = {}
+    for table in tables:
+        want, got = comparable(spark, embedded.schema, table), comparable(spark, project.schema, table)
+        if not want or got != want:
+            differ[table] = (len(want), list((got - want).items())[:3], list((want - got).items())[:3])
+    assert not differ, f"tables empty or not as the embedded build made them: {differ}"
+
     seed = {r["vars_id"]: r for r in project.rows("select * from {schema}.platform_variables_seed")}
     assert seed[2]["precision"] is None and seed[3]["display_name"] == "Wind direction (O'Brien vane)"
-    counts = {r["unit"]: r["variable_count"] for r in project.rows("select * from {schema}.platform_unit_counts")}
-    assert sum(counts.values()) == len(seed)
-    catalog = project.rows("select vars_id from {schema}.platform_variable_catalog")
-    assert sorted(r["vars_id"] for r in catalog) == sorted(seed)
-    assert project.rows("select count(*) as n from {schema}.platform_variables_snapshot")[0]["n"] == len(seed)
-    assert project.rows("select count(*) as n from {schema}.platform_variable_first_seen")[0]["n"] == len(seed)
     detail = project.rows("describe detail {schema}.platform_variable_catalog")[0]
     assert detail["format"] == "delta"
 
@@ -92,17 +228,29 @@ def test_sql_and_python_models_seeds_and_snapshots_run_over_connect(connect_url:
     assert project.rows("select count(*) as n from {schema}.core_history where table_name = 'meta_station'")[0]["n"] > 0
 
 
+def test_an_analyst_querying_during_a_build_gets_consistent_answers(cluster_build: tuple[DbtProject, Reads]) -> None:
+    """A second client reads while dbt builds through the same server: a past version stays
+    exactly as it was, the newest one is always a whole Fivetran table (one active row per key),
+    and the transaction ids it sees never have a gap."""
+    _, reads = cluster_build
+    assert len(reads.ids) >= 3, f"only {len(reads.ids)} reads overlapped the build"
+    assert all(seen == reads.before for seen in reads.as_of_day_one)
+    assert all(ids == list(range(1, len(ids) + 1)) for ids in reads.ids), reads.ids
+    assert reads.ids[-1][-1] > reads.ids[0][-1], "no transaction committed while the client read"
+    for version, rows in reads.latest:
+        active = Counter(dict(row)["station_id"] for row in rows if dict(row)["_fivetran_active"])
+        assert rows and set(active.values()) == {1}, f"as of transaction {version}: active rows per station {active}"
+
+
 def test_two_dbt_runs_at_once_take_turns_and_no_transaction_id_repeats(connect_url: str, tmp_path: Path) -> None:
     """Two processes through one server, each applying a different history table: the writer
     lock makes one wait for the other, so every transaction id is taken once."""
     project = DbtProject(copy_project(tmp_path / "project"), unique_schema("two_writers"), target="connect")
     generate(project.landing, GeneratorConfig(scale=2, syncs=1, seed=7), only_sync=1)
     env = {**os.environ, "LAKEHISTORY_SCHEMA": project.schema, "LAKEHISTORY_LANDING": str(project.landing)}
-    dbt = Path(sys.executable).parent / "dbt"
     runs = [
         subprocess.Popen(  # noqa: S603 - the venv's own dbt, on this test's project
-            [str(dbt), "--no-use-colors", "run", "--target", "connect", "--select", model]
-            + ["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES_DIR)],
+            dbt_command(project, "run", "--select", model),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
