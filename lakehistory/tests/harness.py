@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -57,18 +58,20 @@ class DbtProject:
         self.target = target
         self.landing = self.project_dir / "landing"  # this project's own landing root
 
+    def _options(self) -> list[str]:
+        return ["--project-dir", str(self.project_dir), "--profiles-dir", str(PROFILES_DIR), "--target", self.target]
+
+    def _variables(self) -> dict[str, str]:
+        return {"LAKEHISTORY_SCHEMA": self.schema, "LAKEHISTORY_LANDING": str(self.landing)}
+
+    def process(self, *args: str) -> tuple[list[str], dict[str, str]]:
+        """The command line and environment of `dbt args` as a process of its own (this venv's dbt)."""
+        dbt = Path(sys.executable).parent / "dbt"
+        return [str(dbt), "--no-use-colors", *args, *self._options()], {**os.environ, **self._variables()}
+
     def invoke(self, *args: str, vars: dict | None = None, callbacks: list | None = None) -> dbtRunnerResult:
-        os.environ["LAKEHISTORY_SCHEMA"] = self.schema
-        os.environ["LAKEHISTORY_LANDING"] = str(self.landing)
-        command: list[str] = [
-            *args,
-            "--project-dir",
-            str(self.project_dir),
-            "--profiles-dir",
-            str(PROFILES_DIR),
-            "--target",
-            self.target,
-        ]
+        os.environ.update(self._variables())
+        command: list[str] = [*args, *self._options()]
         if vars:
             import json
 

@@ -5,9 +5,7 @@ told that it is in use. Two dbt runs through one Connect server: test_spark_conn
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,7 +13,7 @@ from pathlib import Path
 import pytest
 from history_case import HistoryCase, T, batch, version
 
-from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
+from harness import DbtProject, copy_project, unique_schema
 from lakehistory.history import writer
 from lakehistory.history.apply import DELTA_VERSION, STARTED_AT, TXN_ID, run_transaction
 from lakehistory.history.transactions import column_list, ensure_transactions_table
@@ -157,14 +155,7 @@ def test_a_held_lock_stops_a_history_run_naming_its_holder_and_a_lapsed_one_is_t
 def test_a_second_process_on_the_embedded_lakehouse_is_told_it_is_in_use(project: DbtProject) -> None:
     """This process has the lakehouse's embedded metastore open (its Spark session runs)."""
     assert project.spark is not None
-    dbt = Path(sys.executable).parent / "dbt"
-    second = subprocess.run(  # noqa: S603 - the venv's own dbt, on this test's project
-        [str(dbt), "--no-use-colors", "show", "--inline", "select 1 as x"]
-        + ["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES_DIR)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LAKEHISTORY_SCHEMA": project.schema},
-        timeout=300,
-    )
+    command, env = project.process("show", "--inline", "select 1 as x")
+    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)  # noqa: S603 - the venv's dbt
     assert second.returncode != 0
     assert "The lakehouse is in use by another process" in second.stdout, second.stdout[-2000:]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,12 +35,6 @@ EXTRACTS = ["meta_history", "meta_vars"]
 WALL_CLOCK = {"txn_uuid", "started_at", "committed_at", "_hist_time", "at", "created_at", "updated_at", "uuid"}
 SNAPSHOT_CLOCK = {"dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to"}
 WALL_CLOCK_OF = {"platform_variables_snapshot": WALL_CLOCK | SNAPSHOT_CLOCK}
-DBT = Path(sys.executable).parent / "dbt"
-
-
-def dbt_command(project: DbtProject, *args: str) -> list[str]:
-    dirs = ["--project-dir", str(project.project_dir), "--profiles-dir", str(PROFILES_DIR)]
-    return [str(DBT), "--no-use-colors", *args, "--target", project.target, *dirs]
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +65,8 @@ def embedded(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtPr
     cluster's build. It has ended before the server starts on the same lakehouse (its Derby
     metastore serves one process), so the server sees these tables."""
     project = DbtProject(copy_project(tmp_path_factory.mktemp("embedded") / "project"), unique_schema("embedded"))
-    env = {**os.environ, "LAKEHISTORY_LAKEHOUSE": str(lakehouse), "LAKEHISTORY_DRIVER_MEMORY": "2g"}
-    env |= {"LAKEHISTORY_SCHEMA": project.schema, "LAKEHISTORY_LANDING": str(project.landing)}
+    _, env = project.process()
+    env |= {"LAKEHISTORY_LAKEHOUSE": str(lakehouse), "LAKEHISTORY_DRIVER_MEMORY": "2g"}
     args = [str(project.project_dir), str(PROFILES_DIR), str(DEMO.scale), str(DEMO.syncs), str(DEMO.seed)]
     build = subprocess.run(  # noqa: S603 - this venv's Python on this test's project
         [sys.executable, "-c", EMBEDDED_BUILD, *args, ",".join(EXTRACTS)], capture_output=True, text=True, env=env
@@ -163,14 +158,14 @@ def cluster_build(connect_url: str, tmp_path_factory: pytest.TempPathFactory) ->
     day_one = max(ids())
     reads = Reads(before=as_of(spark, project.schema, day_one))
     generate(project.landing, DEMO, extract_tables=EXTRACTS, only_sync=2)
-    env = {**os.environ, "LAKEHISTORY_SCHEMA": project.schema, "LAKEHISTORY_LANDING": str(project.landing)}
     log = project.project_dir / "day-two.log"
-    command = dbt_command(project, "build")
+    command, env = project.process("build")
     with log.open("w") as out, subprocess.Popen(command, stdout=out, stderr=out, env=env) as build:  # noqa: S603
         while build.poll() is None:
             reads.ids.append(sorted(ids()))
             reads.as_of_day_one.append(as_of(spark, project.schema, day_one))
             reads.latest.append((reads.ids[-1][-1], as_of(spark, project.schema, reads.ids[-1][-1])))
+            time.sleep(1)  # an analyst's pace; the build keeps the machine's two cores
     assert build.returncode == 0, log.read_text()[-5000:]
     return project, reads
 
@@ -247,16 +242,10 @@ def test_two_dbt_runs_at_once_take_turns_and_no_transaction_id_repeats(connect_u
     lock makes one wait for the other, so every transaction id is taken once."""
     project = DbtProject(copy_project(tmp_path / "project"), unique_schema("two_writers"), target="connect")
     generate(project.landing, GeneratorConfig(scale=2, syncs=1, seed=7), only_sync=1)
-    env = {**os.environ, "LAKEHISTORY_SCHEMA": project.schema, "LAKEHISTORY_LANDING": str(project.landing)}
+    commands = [project.process("run", "--select", model) for model in ("meta_network_history", "meta_station_history")]
     runs = [
-        subprocess.Popen(  # noqa: S603 - the venv's own dbt, on this test's project
-            dbt_command(project, "run", "--select", model),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
-        for model in ("meta_network_history", "meta_station_history")
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)  # noqa: S603
+        for command, env in commands
     ]
     outputs = [run.communicate(timeout=600)[0] for run in runs]
     said = ["\n".join(line for line in o.splitlines() if not line.lstrip().startswith("at ")) for o in outputs]
