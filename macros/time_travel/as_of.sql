@@ -17,25 +17,42 @@
       join {{ lakehistory.as_of(ref('meta_station_history'), v) }} as s on ...
 -#}
 
-{#- The rows of `relation` in the state after transaction `version` (without valid_from/valid_to). -#}
-{% macro as_of(relation, version) %}
-  {{ return(adapter.dispatch('as_of', 'lakehistory')(relation, version)) }}
+{#- The rows of `relation` in the state after transaction `version`: a history table's without
+    valid_from/valid_to; any other history's (period.sql) with its columns. -#}
+{% macro as_of(relation, version, period=none) %}
+  {{ return(adapter.dispatch('as_of', 'lakehistory')(relation, version, period)) }}
 {% endmacro %}
 
-{% macro default__as_of(relation, version) %}
+{% macro default__as_of(relation, version, period=none) %}
+  {%- set p = lakehistory.period_of(relation, period) -%}
+  {%- if p.kind != 'history' -%}
+    {{- return(lakehistory._period_select(p, p.from ~ ' <= (' ~ version ~ ') and ' ~ lakehistory._period_ends_after(p, version))) -}}
+  {%- endif -%}
   {{- return("(select * except (`valid_from`, `valid_to`) from " ~ lakehistory.versioned(relation) ~ " where "
       ~ lakehistory.as_of_filter(version) ~ ")") -}}
 {% endmacro %}
 
 
-{#- The current rows of `relation` (the Fivetran history-mode table), without valid_from/valid_to. -#}
-{% macro current(relation) %}
-  {{ return(adapter.dispatch('current', 'lakehistory')(relation)) }}
+{#- The current rows of `relation`: a history table's (the Fivetran history-mode table) without
+    valid_from/valid_to; any other history's open rows. -#}
+{% macro current(relation, period=none) %}
+  {{ return(adapter.dispatch('current', 'lakehistory')(relation, period)) }}
 {% endmacro %}
 
-{% macro default__current(relation) %}
+{% macro default__current(relation, period=none) %}
+  {%- set p = lakehistory.period_of(relation, period) -%}
+  {%- if p.kind != 'history' -%}
+    {{- return(lakehistory._period_select(p, lakehistory._period_is_open(p))) -}}
+  {%- endif -%}
   {{- return("(select * except (`valid_from`, `valid_to`) from " ~ lakehistory.versioned(relation) ~ " where "
       ~ lakehistory.is_current() ~ ")") -}}
+{% endmacro %}
+
+
+{#- A period's rows that hold `condition`, without the columns the period added. -#}
+{% macro _period_select(p, condition) %}
+  {%- set columns = ('* except (' ~ lakehistory._columns(p.hide, none) ~ ')') if p.hide else '*' -%}
+  {{- return('(select ' ~ columns ~ ' from ' ~ p.rows ~ ' where ' ~ condition ~ ')') -}}
 {% endmacro %}
 
 
@@ -163,23 +180,11 @@
       contained_in a, b  _fivetran_start >= a and _fivetran_end <= b
       all                every row
 -#}
-{% macro history(relation, form, a=none, b=none, clock='transaction', version=none) %}
-  {{ return(adapter.dispatch('history', 'lakehistory')(relation, form, a, b, clock, version)) }}
+{% macro history(relation, form, a=none, b=none, clock='transaction', version=none, period=none) %}
+  {{ return(adapter.dispatch('history', 'lakehistory')(relation, form, a, b, clock, version, period)) }}
 {% endmacro %}
 
-{% macro default__history(relation, form, a=none, b=none, clock='transaction', version=none) %}
-  {%- if clock == 'transaction' -%}
-    {%- set lo, hi, lo_closed = '`valid_from`', lakehistory.valid_to_sql(), false -%}
-    {%- set known = 'true' -%}
-  {%- elif clock == 'valid' -%}
-    {%- set lo, hi, lo_closed = '`_fivetran_start`', '`_fivetran_end`', true -%}
-    {%- set known = lakehistory.as_of_filter(version) if version is not none
-        else lakehistory.is_current() -%}
-  {%- else -%}
-    {{ exceptions.raise_compiler_error("history(): clock must be 'transaction' or 'valid', not " ~ clock) }}
-  {%- endif -%}
-  {#- For the transaction clock the period's end is exclusive, for the valid clock inclusive. -#}
-  {%- set after = ' >= ' if lo_closed else ' > ' -%}
+{% macro default__history(relation, form, a=none, b=none, clock='transaction', version=none, period=none) %}
   {%- set needs = {'as_of': 1, 'from_to': 2, 'between': 2, 'contained_in': 2, 'all': 0} -%}
   {%- if form not in needs -%}
     {{ exceptions.raise_compiler_error("history(): form must be one of " ~ (needs.keys() | list) ~ ", not " ~ form) }}
@@ -187,16 +192,36 @@
   {%- if (needs[form] >= 1 and a is none) or (needs[form] == 2 and b is none) -%}
     {{ exceptions.raise_compiler_error("history(): form " ~ form ~ " needs " ~ needs[form] ~ " bound(s)") }}
   {%- endif -%}
+  {%- if clock not in ('transaction', 'valid') -%}
+    {{ exceptions.raise_compiler_error("history(): clock must be 'transaction' or 'valid', not " ~ clock) }}
+  {%- endif -%}
+  {%- set p = lakehistory.period_of(relation, period) -%}
+  {%- if p.kind != 'history' -%}
+    {%- if clock == 'valid' or version is not none -%}
+      {{ exceptions.raise_compiler_error("history(): " ~ relation ~ " has one period (" ~ p.kind ~ "); clock='valid'"
+          ~ " and version are for history tables, whose rows have a valid time and a transaction time") }}
+    {%- endif -%}
+    {%- set known, rows, lo, lo_closed = 'true', p.rows, p.from, false -%}
+  {%- elif clock == 'transaction' -%}
+    {%- set known, rows, lo, lo_closed = 'true', lakehistory.versioned(relation), '`valid_from`', false -%}
+    {%- set p = {'to': lakehistory.valid_to_sql(), 'open': lakehistory.end_of_time()} -%}
+  {%- else -%}
+    {%- set known = lakehistory.as_of_filter(version) if version is not none else lakehistory.is_current() -%}
+    {%- set rows, lo, lo_closed = lakehistory.versioned(relation), '`_fivetran_start`', true -%}
+    {%- set p = {'to': '`_fivetran_end`', 'open': "timestamp'9999-12-31 23:59:59.999'"} -%}
+  {%- endif -%}
+  {#- A half-open period ends after x when its end is > x; a closed one (the valid clock) when >= x. -#}
+  {%- set strict = not lo_closed -%}
   {%- if form == 'as_of' -%}
-    {%- set period = lo ~ ' <= (' ~ a ~ ') and (' ~ a ~ ')' ~ (' <= ' if lo_closed else ' < ') ~ hi -%}
+    {%- set period = lo ~ ' <= (' ~ a ~ ') and ' ~ lakehistory._period_ends_after(p, a, strict) -%}
   {%- elif form == 'from_to' -%}
-    {%- set period = lo ~ ' < (' ~ b ~ ') and ' ~ hi ~ after ~ '(' ~ a ~ ')' -%}
+    {%- set period = lo ~ ' < (' ~ b ~ ') and ' ~ lakehistory._period_ends_after(p, a, strict) -%}
   {%- elif form == 'between' -%}
-    {%- set period = lo ~ ' <= (' ~ b ~ ') and ' ~ hi ~ after ~ '(' ~ a ~ ')' -%}
+    {%- set period = lo ~ ' <= (' ~ b ~ ') and ' ~ lakehistory._period_ends_after(p, a, strict) -%}
   {%- elif form == 'contained_in' -%}
-    {%- set period = lo ~ ' >= (' ~ a ~ ') and ' ~ hi ~ ' <= (' ~ b ~ ')' -%}
+    {%- set period = lo ~ ' >= (' ~ a ~ ') and ' ~ lakehistory._period_ended_by(p, b) -%}
   {%- else -%}
     {%- set period = 'true' -%}
   {%- endif -%}
-  {{- return("(select * from " ~ lakehistory.versioned(relation) ~ " where (" ~ known ~ ") and (" ~ period ~ "))") -}}
+  {{- return("(select * from " ~ rows ~ " where (" ~ known ~ ") and (" ~ period ~ "))") -}}
 {% endmacro %}

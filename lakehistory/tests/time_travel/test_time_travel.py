@@ -177,6 +177,20 @@ VT_PERIODS = f"""id,valid_from,valid_to,_fivetran_start,_fivetran_end
 3,1,{OPEN},2024-01-01 09:00:00,2024-01-01 12:00:00
 4,1,2,2024-01-01 10:00:00,2024-01-01 11:59:59.999
 """
+CFG_PERIODS = """id,v_start,v_end
+1,1,3
+2,3,
+3,5,7
+4,1,
+"""
+KEY_PERIODS = """id,k,at,gone
+1,a,1,false
+2,a,3,false
+3,a,6,true
+4,b,2,false
+5,a,8,false
+"""
+KEYED = "{'valid_from': 'at', 'key': 'k', 'removed': 'gone'}"
 H = "timestamp'2024-01-01 {}'"
 FORMS = {
     # transaction clock, half-open [valid_from, valid_to)
@@ -207,6 +221,30 @@ FORMS = {
     ),
     "vt all": ("vt_periods", "'all', clock='valid'", {1, 2, 3}),
     "vt all known at 1": ("vt_periods", "'all', clock='valid', version=1", {1, 2, 3, 4}),
+    # the tt periods with NULL open ends, in columns the seed's config names (meta.lakehistory.period)
+    "cfg as_of 3": ("cfg_periods", "'as_of', 3", {2, 4}),
+    "cfg from_to 3 5": ("cfg_periods", "'from_to', 3, 5", {2, 4}),
+    "cfg between 3 5": ("cfg_periods", "'between', 3, 5", {2, 3, 4}),
+    "cfg contained_in 3 7": ("cfg_periods", "'contained_in', 3, 7", {3}),
+    "cfg contained_in 1 3": ("cfg_periods", "'contained_in', 1, 3", {1}),
+    "cfg all": ("cfg_periods", "'all'", {1, 2, 3, 4}),
+    # a start only, named by the argument: valid until the key's next row, `gone` rows end a key
+    "key as_of 1": ("key_periods", f"'as_of', 1, period={KEYED}", {1}),
+    "key as_of 3": ("key_periods", f"'as_of', 3, period={KEYED}", {2, 4}),
+    "key as_of 6": ("key_periods", f"'as_of', 6, period={KEYED}", {4}),
+    "key from_to 3 6": ("key_periods", f"'from_to', 3, 6, period={KEYED}", {2, 4}),
+    "key between 6 8": ("key_periods", f"'between', 6, 8, period={KEYED}", {4, 5}),
+    "key contained_in 1 6": ("key_periods", f"'contained_in', 1, 6, period={KEYED}", {1, 2}),
+    "key all": ("key_periods", f"'all', period={KEYED}", {1, 2, 4, 5}),
+    # a start only and no key (Atoti's append-only table): every row valid for ever
+    "append as_of 2": ("key_periods", "'as_of', 2, period={'valid_from': 'at'}", {1, 4}),
+}
+# as_of and current over the same periods (any other relation keeps all its columns)
+READS = {
+    "as_of cfg 3": ("lakehistory.as_of(ref('cfg_periods'), 3)", {2, 4}),
+    "current cfg": ("lakehistory.current(ref('cfg_periods'))", {2, 4}),
+    "as_of key 7": (f"lakehistory.as_of(ref('key_periods'), 7, period={KEYED})", {4}),
+    "current key": (f"lakehistory.current(ref('key_periods'), period={KEYED})", {4, 5}),
 }
 UUID_CASES = [  # object id, instant, object type
     (1, "2000-01-01 00:00:00", 0),
@@ -220,6 +258,8 @@ def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
     seeds = dbt_project.project_dir / "seeds"
     (seeds / "tt_periods.csv").write_text(TT_PERIODS)
     (seeds / "vt_periods.csv").write_text(VT_PERIODS)
+    (seeds / "cfg_periods.csv").write_text(CFG_PERIODS)
+    (seeds / "key_periods.csv").write_text(KEY_PERIODS)
     (seeds / "uuid_inputs.csv").write_text(
         "object_id,at,object_type\n" + "".join(f"{i},{at},{t}\n" for i, at, t in UUID_CASES)
     )
@@ -245,6 +285,17 @@ def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
                         },
                     },
                     {
+                        "name": "cfg_periods",
+                        "config": {
+                            "column_types": {"id": "int", "v_start": "bigint", "v_end": "bigint"},
+                            "meta": {"lakehistory": {"period": {"valid_from": "v_start", "valid_to": "v_end"}}},
+                        },
+                    },
+                    {
+                        "name": "key_periods",
+                        "config": {"column_types": {"id": "int", "k": "string", "at": "bigint", "gone": "boolean"}},
+                    },
+                    {
                         "name": "uuid_inputs",
                         "config": {"column_types": {"object_id": "bigint", "at": "timestamp", "object_type": "int"}},
                     },
@@ -259,6 +310,8 @@ def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
             f"select '{label}' as form, id from {{{{ lakehistory.history(ref('{seed}'), {args}) }}}}"
             for label, (seed, args, _) in FORMS.items()
         )
+        + "\nunion all\n"
+        + "\nunion all\n".join(f"select '{label}' as form, id from {{{{ {read} }}}}" for label, (read, _) in READS.items())
     )
     (models / "uuids.sql").write_text(
         "select object_id, at, object_type, u, {{ lakehistory.naksha_uuid_fields('u') }} as fields\n"
@@ -270,16 +323,20 @@ def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
         "--select",
         "tt_periods",
         "vt_periods",
+        "cfg_periods",
+        "key_periods",
         "uuid_inputs",
         "forms",
         "uuids",
         vars={"lakehistory_database_id": DATABASE_ID},
     )
 
-    found: dict[str, set[int]] = {label: set() for label in FORMS}
+    found: dict[str, set[int]] = {label: set() for label in [*FORMS, *READS]}
     for r in dbt_project.rows("select form, id from {schema}.forms"):
         found[r["form"]].add(r["id"])
-    assert found == {label: expected for label, (_, _, expected) in FORMS.items()}
+    assert found == {label: expected for label, (_, _, expected) in FORMS.items()} | {
+        label: expected for label, (_, expected) in READS.items()
+    }
 
     rows = dbt_project.rows("select * from {schema}.uuids order by object_id")
     assert len(rows) == len(UUID_CASES)

@@ -1,0 +1,132 @@
+{#-
+  The period of a relation's rows, so that as_of, current and the SQL:2011 forms (as_of.sql) read
+  any history, not only history tables. A row is valid from `valid_from` (inclusive) to
+  `valid_to` (exclusive); an open row's valid_to is NULL or a fixed "end of time" value.
+
+  Where the period comes from, first match wins:
+    1. the `period` argument of as_of, current or history: {'valid_from': ..., 'valid_to': ...};
+    2. the relation's config, `meta: {lakehistory: {period: {valid_from: ..., valid_to: ...}}}`
+       on a model, seed or snapshot (the same keys);
+    3. what the relation is:
+         a history table (fivetran_history)  valid_from / valid_to, the project's open end
+         a dbt snapshot                      dbt_valid_from / dbt_valid_to (or the names in
+                                             snapshot_meta_column_names), open end NULL or the
+                                             snapshot's dbt_valid_to_current; deletion records
+                                             (hard_deletes: new_record) end a key's period
+         an `_hx` table (meta.lakehistory.hx)  valid from mod_time until the key's next row;
+                                             deletion rows end the period
+         any other table (a source, a seed)  by its columns: valid_from (read as a history
+                                             table) or dbt_valid_from / dbt_valid_to (a snapshot)
+  Without valid_to, a row is valid until the next row of the same `key` (ordered by valid_from,
+  then `order`), or for ever without a key (Atoti's append-only tables). `removed` names a
+  boolean column of rows that only end the key's previous row (they are never returned).
+-#}
+{% macro period_of(relation, period=none) %}
+  {{ return(adapter.dispatch('period_of', 'lakehistory')(relation, period)) }}
+{% endmacro %}
+
+{% macro default__period_of(relation, period=none) %}
+  {%- if period -%}
+    {{ return(lakehistory._period_from_config(relation, period, 'argument')) }}
+  {%- endif -%}
+  {%- if not execute -%}
+    {{ return({'kind': 'history', 'rows': relation}) }}
+  {%- endif -%}
+  {%- set node = lakehistory._relation_node(relation) -%}
+  {%- set meta = ((node.config.meta or {}).get('lakehistory') or {}) if node else {} -%}
+  {%- if meta.get('period') -%}
+    {{ return(lakehistory._period_from_config(relation, meta.period, 'config')) }}
+  {%- elif node and node.resource_type == 'model' and node.config.get('incremental_strategy') == 'fivetran_history' -%}
+    {{ return({'kind': 'history', 'rows': relation}) }}
+  {%- elif node and node.resource_type == 'snapshot' -%}
+    {%- set names = node.config.get('snapshot_meta_column_names') or {} -%}
+    {%- set deleted = names.get('dbt_is_deleted') or 'dbt_is_deleted' -%}
+    {%- set current = node.config.get('dbt_valid_to_current') -%}
+    {{ return({
+        'kind': 'snapshot',
+        'rows': '(select * from ' ~ relation ~ ' where not coalesce(' ~ adapter.quote(deleted) ~ " = 'True', false))"
+            if node.config.get('hard_deletes') == 'new_record' else relation,
+        'from': adapter.quote(names.get('dbt_valid_from') or 'dbt_valid_from'),
+        'to': adapter.quote(names.get('dbt_valid_to') or 'dbt_valid_to'),
+        'open': current,
+        'hide': [],
+    }) }}
+  {%- elif meta.get('hx') -%}
+    {{ return(lakehistory._period_from_config(relation, {'valid_from': 'mod_time', 'key': meta.hx.key,
+        'order': [meta.hx.table ~ '_hx_id'], 'removed': 'deleted'}, 'hx')) }}
+  {%- else -%}
+    {#- any other table (a source, a seed, another project's table): known by its columns -#}
+    {%- set columns = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+    {%- if 'valid_from' in columns -%}
+      {{ return({'kind': 'history', 'rows': relation}) }}
+    {%- elif 'dbt_valid_from' in columns and 'dbt_valid_to' in columns -%}
+      {{ return({
+          'kind': 'snapshot',
+          'rows': ("(select * from " ~ relation ~ " where not coalesce(`dbt_is_deleted` = 'True', false))")
+              if 'dbt_is_deleted' in columns else relation,
+          'from': '`dbt_valid_from`', 'to': '`dbt_valid_to`', 'open': none, 'hide': [],
+      }) }}
+    {%- endif -%}
+  {%- endif -%}
+  {{ exceptions.raise_compiler_error(relation ~ ": no period known - pass valid_from (and valid_to or key), or"
+      ~ " set meta.lakehistory.period in its config; history tables, dbt snapshots and _hx tables need neither") }}
+{% endmacro %}
+
+
+{#- The period a config (or the arguments) names. `to` is a column, or the next row's valid_from
+    (a column `valid_to` the subquery adds), or none (valid for ever). -#}
+{% macro _period_from_config(relation, config, kind) %}
+  {%- set unknown = config.keys() | reject('in', ['valid_from', 'valid_to', 'key', 'order', 'removed']) | list -%}
+  {%- if unknown or not config.get('valid_from') -%}
+    {{ exceptions.raise_compiler_error(relation ~ ": a period needs valid_from, and takes valid_to, key, order and"
+        ~ " removed; got " ~ (config.keys() | list)) }}
+  {%- endif -%}
+  {%- set start = adapter.quote(config.valid_from) -%}
+  {%- set key = lakehistory._as_list(config.get('key')) -%}
+  {%- set removed = config.get('removed') -%}
+  {%- set rows, hide = relation, [] -%}
+  {%- if config.get('valid_to') -%}
+    {%- set end = adapter.quote(config.valid_to) -%}
+  {%- elif key -%}
+    {%- set order = [config.valid_from] + lakehistory._as_list(config.get('order')) -%}
+    {%- set end, hide = '`valid_to`', ['valid_to'] -%}
+    {%- set rows = '(select *, lead(' ~ start ~ ') over (partition by ' ~ lakehistory._columns(key, none)
+        ~ ' order by ' ~ lakehistory._columns(order, none) ~ ') as `valid_to` from ' ~ relation ~ ')' -%}
+  {%- else -%}
+    {%- set end = none -%}
+  {%- endif -%}
+  {%- if removed -%}
+    {%- set rows = '(select * from ' ~ rows ~ ' where not coalesce(' ~ adapter.quote(removed) ~ ', false))' -%}
+  {%- endif -%}
+  {{ return({'kind': kind, 'rows': rows, 'from': start, 'to': end, 'open': none, 'hide': hide}) }}
+{% endmacro %}
+
+
+{#- The model, seed or snapshot of this project that `relation` is, if any. -#}
+{% macro _relation_node(relation) %}
+  {%- for node in graph.nodes.values() -%}
+    {%- if node.resource_type in ('model', 'seed', 'snapshot') and (node.alias or node.name) == relation.identifier
+        and node.schema == relation.schema -%}
+      {{ return(node) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(none) }}
+{% endmacro %}
+
+
+{#- Predicates over a period `p`: its row is still valid after `x` (valid_to > x, or >= x when not
+    strict), it ended by `x`, it is open. An open end is NULL (open: none) or p.open. -#}
+{% macro _period_ends_after(p, x, strict=true) %}
+  {%- if p.to is none -%}{{ return('true') }}{%- endif -%}
+  {%- set test = p.to ~ (' > (' if strict else ' >= (') ~ x ~ ')' -%}
+  {{ return(test if p.open else '(' ~ p.to ~ ' is null or ' ~ test ~ ')') }}
+{% endmacro %}
+
+{% macro _period_ended_by(p, x) %}
+  {{ return('false' if p.to is none else p.to ~ ' <= (' ~ x ~ ')') }}
+{% endmacro %}
+
+{% macro _period_is_open(p) %}
+  {%- if p.to is none -%}{{ return('true') }}{%- endif -%}
+  {{ return(p.to ~ ' = (' ~ p.open ~ ')' if p.open else p.to ~ ' is null') }}
+{% endmacro %}
