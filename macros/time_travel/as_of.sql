@@ -10,6 +10,9 @@
       select * from {{ lakehistory.as_of(ref('meta_station_history'), 12) }}
       select * from {{ lakehistory.as_of_time(ref('meta_station_history'), "timestamp'2024-05-01 00:00:00'") }}
 
+  The same macros read any other history (a dbt snapshot, an `_hx` table, a period named by
+  config or the `period` argument) by its one period: period.sql.
+
   A consistent cut of several tables is the same version for each of them:
 
       {% set v = lakehistory.version_at("timestamp'2024-05-01 00:00:00'") %}
@@ -179,6 +182,9 @@
       between a, b       _fivetran_start <= b and _fivetran_end >= a (overlaps [a, b])
       contained_in a, b  _fivetran_start >= a and _fivetran_end <= b
       all                every row
+
+  Any other history (period.sql): its period with the transaction clock's formulas, an open end
+  (NULL or its open-end value) read as still valid; no valid clock.
 -#}
 {% macro history(relation, form, a=none, b=none, clock='transaction', version=none, period=none) %}
   {{ return(adapter.dispatch('history', 'lakehistory')(relation, form, a, b, clock, version, period)) }}

@@ -311,7 +311,9 @@ def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
             for label, (seed, args, _) in FORMS.items()
         )
         + "\nunion all\n"
-        + "\nunion all\n".join(f"select '{label}' as form, id from {{{{ {read} }}}}" for label, (read, _) in READS.items())
+        + "\nunion all\n".join(
+            f"select '{label}' as form, id from {{{{ {call} }}}}" for label, (call, _) in READS.items()
+        )
     )
     (models / "uuids.sql").write_text(
         "select object_id, at, object_type, u, {{ lakehistory.naksha_uuid_fields('u') }} as fields\n"
