@@ -57,7 +57,8 @@
   {%- else -%}
     {#- any other table (a source, a seed, another project's table): known by its columns -#}
     {%- set columns = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
-    {%- if 'valid_from' in columns -%}
+    {%- if 'valid_from' in columns or not columns -%}
+      {#- (no columns: not built yet, as at `dbt compile` on a new lakehouse; the SQL reads valid_from/valid_to) -#}
       {{ return({'kind': 'history', 'rows': relation}) }}
     {%- elif 'dbt_valid_from' in columns and 'dbt_valid_to' in columns -%}
       {{ return({
@@ -68,8 +69,9 @@
       }) }}
     {%- endif -%}
   {%- endif -%}
-  {{ exceptions.raise_compiler_error(relation ~ ": no period known - pass valid_from (and valid_to or key), or"
-      ~ " set meta.lakehistory.period in its config; history tables, dbt snapshots and _hx tables need neither") }}
+  {{ exceptions.raise_compiler_error(relation ~ ": no period known - pass period={'valid_from': ..., 'valid_to': ...}"
+      ~ " (or valid_from and key), or set meta.lakehistory.period in its config; history tables, dbt snapshots and"
+      ~ " _hx tables need neither") }}
 {% endmacro %}
 
 

@@ -94,6 +94,22 @@ def as_of_states(project: DbtProject, table: str, txns: list[int], key: list[str
     return out
 
 
+def as_of_states_table(project: DbtProject, table: str, txns: list[int], key: list[str], data: list[str]) -> dict:
+    """The table rebuilt from its feature states as of each transaction, by lakehistory.as_of over
+    the states with the period that names Naksha's rule."""
+    period = f"{{'valid_from': 'txn_id', 'key': {key!r}, 'order': ['version'], 'removed': 'deleted'}}"
+    sql = project.compile_inline(
+        f"select * from {{{{ lakehistory.as_of(ref('{table}_states'), 'lh_test_v', period={period}) }}}}"
+    )
+    project.spark.sql("declare or replace variable lh_test_v bigint")
+    out: dict = {}
+    for v in txns:
+        project.spark.sql(f"set var lh_test_v = {v}")
+        rows = [normalize(r) for r in project.rows(sql)]
+        out[v] = {tuple(r[c] for c in key): tuple(r[c] for c in data) for r in rows}
+    return out
+
+
 def check_events(events: list[dict], txns: dict[int, dict], key: list[str]) -> None:
     """update_from and update_to come in pairs; a transaction's events share its id, user and time."""
     by_change = collections.defaultdict(list)
@@ -212,6 +228,10 @@ def test_random_streams_replay_to_the_reference_and_the_time_travel_answers(
             if v in answers:
                 assert answers[v] == expected[v], f"as_of {v}"
         assert replay_states(states, key, data, max(txns)) == expected[txn_ids[-1]], "after the cleanup"
+        # The same rule as the states' period (docs/events-and-states.md), read by as_of: every transaction.
+        by_states = as_of_states_table(project, name, [*txns], key, data)
+        for v in txns:
+            assert by_states[v] == expected[max(t for t in txn_ids if t <= v)], f"as_of over the states at {v}"
 
         cleanups = [t for t in txns.values() if t["operation"] == "cleanup"]
         purged = {tuple(s[c] for c in key) for s in states if s["action"] == "PURGE"}

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from demo_reference import compile_many
 
 from harness import DbtProject
+from oracle.replay import replay_states
 
 # form -> (the bounds it takes, does a row [start, end) with end None = open match a, b)
 FORMS: dict[str, Callable] = {
@@ -154,3 +155,26 @@ def test_as_of_an_hx_table_agrees_with_hx_as_of(demo: DbtProject) -> None:
         period, latest = (sorted(r["obs_raw_hx_id"] for r in demo.rows(queries[q])) for q in ("period", "latest"))
         assert period == latest, f"as of {at}"
         assert bool(period) == (at >= times[0]), f"as of {at}"
+
+
+STATES = {"meta_network_states": "network_id", "meta_station_states": "station_id", "obs_raw_states": "obs_raw_id"}
+STATE_COLUMNS = {"action", "version", "uuid", "puuid", "txn", "txn_id", "author", "app_id", "created_at", "updated_at"}
+STATE_COLUMNS |= {"valid_created_at", "valid_updated_at", "deleted"}
+
+
+def test_feature_states_as_of_every_transaction_by_the_period_their_config_names(demo: DbtProject) -> None:
+    """The demo's states models name their period (meta.lakehistory.period: from txn_id until the
+    key's next state, DELETE states ending it): as_of gives the table Naksha's rule rebuilds. (The
+    demo's two days change few keys twice; the events tests read states with updates, deletes
+    and re-inserts through the same period.)"""
+    as_of = "select * from {{{{ lakehistory.as_of(ref('{}'), 'lh_test_v') }}}}"
+    queries = compile_many(demo, {t: as_of.format(t) for t in STATES})
+    demo.spark.sql("declare or replace variable lh_test_v bigint")
+    txns = sorted(r["txn_id"] for r in demo.rows("select txn_id from {schema}.lakehistory_transactions"))
+    for table, key in STATES.items():
+        states = demo.rows(f"select * from {{schema}}.`{table}`")
+        data = sorted(c for c in states[0] if c not in STATE_COLUMNS)
+        for v in [0, *txns]:
+            demo.spark.sql(f"set var lh_test_v = {v}")
+            got = {(r[key],): tuple(r[c] for c in data) for r in demo.rows(queries[table])}
+            assert got == replay_states(states, [key], data, v), f"{table} as of {v}"
