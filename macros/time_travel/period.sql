@@ -26,11 +26,11 @@
 {% endmacro %}
 
 {% macro default__period_of(relation, period=none) %}
-  {%- if period -%}
-    {{ return(lakehistory._period_from_config(relation, period, 'argument')) }}
-  {%- endif -%}
   {%- if not execute -%}
     {{ return({'kind': 'history', 'rows': relation}) }}
+  {%- endif -%}
+  {%- if period -%}
+    {{ return(lakehistory._period_from_config(relation, period, 'argument')) }}
   {%- endif -%}
   {%- set node = lakehistory._relation_node(relation) -%}
   {%- set meta = ((node.config.meta or {}).get('lakehistory') or {}) if node else {} -%}

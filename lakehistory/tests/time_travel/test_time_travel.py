@@ -340,6 +340,13 @@ def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
         label: expected for label, (_, expected) in READS.items()
     }
 
+    # A period that names no start, or a table with none to find: errors that say what to write.
+    no_start = "{{ lakehistory.history(ref('key_periods'), 'all', period={'start': 'at'}) }}"
+    bad = dbt_project.run_fails("compile", "--inline", f"select * from {no_start}")
+    assert "key_periods" in bad and "a period needs valid_from" in bad and "'start'" in bad, bad
+    none = dbt_project.run_fails("compile", "--inline", "select * from {{ lakehistory.as_of(ref('uuid_inputs'), 1) }}")
+    assert "uuid_inputs" in none and "no period known" in none and "meta.lakehistory.period" in none, none
+
     rows = dbt_project.rows("select * from {schema}.uuids order by object_id")
     assert len(rows) == len(UUID_CASES)
     for r in rows:
