@@ -219,15 +219,15 @@
   {#- A half-open period ends after x when its end is > x; a closed one (the valid clock) when >= x. -#}
   {%- set strict = not lo_closed -%}
   {%- if form == 'as_of' -%}
-    {%- set period = lo ~ ' <= (' ~ a ~ ') and ' ~ lakehistory._period_ends_after(p, a, strict) -%}
+    {%- set within = lo ~ ' <= (' ~ a ~ ') and ' ~ lakehistory._period_ends_after(p, a, strict) -%}
   {%- elif form == 'from_to' -%}
-    {%- set period = lo ~ ' < (' ~ b ~ ') and ' ~ lakehistory._period_ends_after(p, a, strict) -%}
+    {%- set within = lo ~ ' < (' ~ b ~ ') and ' ~ lakehistory._period_ends_after(p, a, strict) -%}
   {%- elif form == 'between' -%}
-    {%- set period = lo ~ ' <= (' ~ b ~ ') and ' ~ lakehistory._period_ends_after(p, a, strict) -%}
+    {%- set within = lo ~ ' <= (' ~ b ~ ') and ' ~ lakehistory._period_ends_after(p, a, strict) -%}
   {%- elif form == 'contained_in' -%}
-    {%- set period = lo ~ ' >= (' ~ a ~ ') and ' ~ lakehistory._period_ended_by(p, b) -%}
+    {%- set within = lo ~ ' >= (' ~ a ~ ') and ' ~ lakehistory._period_ended_by(p, b) -%}
   {%- else -%}
-    {%- set period = 'true' -%}
+    {%- set within = 'true' -%}
   {%- endif -%}
-  {{- return("(select * from " ~ rows ~ " where (" ~ known ~ ") and (" ~ period ~ "))") -}}
+  {{- return("(select * from " ~ rows ~ " where (" ~ known ~ ") and (" ~ within ~ "))") -}}
 {% endmacro %}
