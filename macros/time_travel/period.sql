@@ -40,17 +40,8 @@
     {{ return({'kind': 'history', 'rows': relation}) }}
   {%- elif node and node.resource_type == 'snapshot' -%}
     {%- set names = node.config.get('snapshot_meta_column_names') or {} -%}
-    {%- set deleted = names.get('dbt_is_deleted') or 'dbt_is_deleted' -%}
-    {%- set current = node.config.get('dbt_valid_to_current') -%}
-    {{ return({
-        'kind': 'snapshot',
-        'rows': '(select * from ' ~ relation ~ ' where not coalesce(' ~ adapter.quote(deleted) ~ " = 'True', false))"
-            if node.config.get('hard_deletes') == 'new_record' else relation,
-        'from': adapter.quote(names.get('dbt_valid_from') or 'dbt_valid_from'),
-        'to': adapter.quote(names.get('dbt_valid_to') or 'dbt_valid_to'),
-        'open': current,
-        'hide': [],
-    }) }}
+    {{ return(lakehistory._snapshot_period(relation, names, node.config.get('hard_deletes') == 'new_record',
+        node.config.get('dbt_valid_to_current'))) }}
   {%- elif meta.get('hx') -%}
     {{ return(lakehistory._period_from_config(relation, {'valid_from': 'mod_time', 'key': meta.hx.key,
         'order': [meta.hx.table ~ '_hx_id'], 'removed': 'deleted'}, 'hx')) }}
@@ -61,12 +52,7 @@
       {#- (no columns: not built yet, as at `dbt compile` on a new lakehouse; the SQL reads valid_from/valid_to) -#}
       {{ return({'kind': 'history', 'rows': relation}) }}
     {%- elif 'dbt_valid_from' in columns and 'dbt_valid_to' in columns -%}
-      {{ return({
-          'kind': 'snapshot',
-          'rows': ("(select * from " ~ relation ~ " where not coalesce(`dbt_is_deleted` = 'True', false))")
-              if 'dbt_is_deleted' in columns else relation,
-          'from': '`dbt_valid_from`', 'to': '`dbt_valid_to`', 'open': none, 'hide': [],
-      }) }}
+      {{ return(lakehistory._snapshot_period(relation, {}, 'dbt_is_deleted' in columns, none)) }}
     {%- endif -%}
   {%- endif -%}
   {{ exceptions.raise_compiler_error(relation ~ ": no period known - pass period={'valid_from': ..., 'valid_to': ...}"
@@ -101,6 +87,19 @@
     {%- set rows = '(select * from ' ~ rows ~ ' where not coalesce(' ~ adapter.quote(removed) ~ ', false))' -%}
   {%- endif -%}
   {{ return({'kind': kind, 'rows': rows, 'from': start, 'to': end, 'open': none, 'hide': hide}) }}
+{% endmacro %}
+
+
+{#- A dbt snapshot's period: its meta columns under their configured `names`; with deletion
+    records (hard_deletes: new_record), those rows only end a key's period. -#}
+{% macro _snapshot_period(relation, names, deletion_records, open_end) %}
+  {%- set rows = relation -%}
+  {%- if deletion_records -%}
+    {%- set rows = '(select * from ' ~ relation ~ ' where not coalesce('
+        ~ adapter.quote(names.get('dbt_is_deleted') or 'dbt_is_deleted') ~ " = 'True', false))" -%}
+  {%- endif -%}
+  {{ return({'kind': 'snapshot', 'rows': rows, 'from': adapter.quote(names.get('dbt_valid_from') or 'dbt_valid_from'),
+      'to': adapter.quote(names.get('dbt_valid_to') or 'dbt_valid_to'), 'open': open_end, 'hide': []}) }}
 {% endmacro %}
 
 

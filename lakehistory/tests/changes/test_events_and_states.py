@@ -22,23 +22,6 @@ from oracle.streams import batch_streams
 
 DATABASE_ID = 0x0123456789  # 40 bits: every uuid must carry it
 
-HIST = ("_hist_trans_id", "_hist_user", "_hist_event", "_hist_time", "_hist_valid_time")
-STATE = (
-    "action",
-    "version",
-    "uuid",
-    "puuid",
-    "txn",
-    "txn_id",
-    "author",
-    "app_id",
-    "created_at",
-    "updated_at",
-    "valid_created_at",
-    "valid_updated_at",
-    "deleted",
-)
-
 
 @pytest.fixture(scope="module")
 def project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:

@@ -1,6 +1,7 @@
-"""Time travel over any history: dbt snapshots and an `_hx` table of the demo read through
-`as_of`, `current` and every SQL:2011 form of `history`, their periods found from what each table
-is. Every answer is checked against the table's own rows, read and filtered by the test."""
+"""Time travel over any history: dbt snapshots, `_hx` tables and the feature states of the demo
+read through `as_of`, `current` and every SQL:2011 form of `history`, their periods found from
+what each table is or from its config. Every answer is checked against the table's own rows, read
+and filtered (or replayed) by the test."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from demo_reference import compile_many
 
 from harness import DbtProject
-from oracle.replay import replay_states
+from oracle.replay import STATE_COLUMNS, replay_states
 
 # form -> (the bounds it takes, does a row [start, end) with end None = open match a, b)
 FORMS: dict[str, Callable] = {
@@ -50,7 +51,7 @@ def check_every_form(project: DbtProject, table: str, id_column: str, periods: d
     queries = compile_many(
         project,
         {
-            **{f: f"select * from {{{{ lakehistory.history({ref}, '{f}', {BOUNDS}) }}}}" for f in FORMS},
+            **{f"history {f}": f"select * from {{{{ lakehistory.history({ref}, '{f}', {BOUNDS}) }}}}" for f in FORMS},
             "as_of": f"select * from {{{{ lakehistory.as_of({ref}, 'lh_test_a') }}}}",
             "current": f"select * from {{{{ lakehistory.current({ref}) }}}}",
         },
@@ -67,7 +68,7 @@ def check_every_form(project: DbtProject, table: str, id_column: str, periods: d
         project.spark.sql(f"set var lh_test_b = timestamp'{b}'")
         for form, matches in FORMS.items():
             want = {i for i, (_, s, e) in periods.items() if matches(s, e, a, b)}
-            assert ids(queries[form]) == want, f"{table}: history {form} {a} {b}"
+            assert ids(queries[f"history {form}"]) == want, f"{table}: history {form} {a} {b}"
             found += len(want)
         want = {i for i, (_, s, e) in periods.items() if FORMS["as_of"](s, e, a, b)}
         assert ids(queries["as_of"]) == want, f"{table}: as_of {a}"
@@ -158,8 +159,6 @@ def test_as_of_an_hx_table_agrees_with_hx_as_of(demo: DbtProject) -> None:
 
 
 STATES = {"meta_network_states": "network_id", "meta_station_states": "station_id", "obs_raw_states": "obs_raw_id"}
-STATE_COLUMNS = {"action", "version", "uuid", "puuid", "txn", "txn_id", "author", "app_id", "created_at", "updated_at"}
-STATE_COLUMNS |= {"valid_created_at", "valid_updated_at", "deleted"}
 
 
 def test_feature_states_as_of_every_transaction_by_the_period_their_config_names(demo: DbtProject) -> None:
