@@ -29,6 +29,10 @@ SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
 # group's rows, which are already few: the rules' queries run without it.
 RUNTIME_BLOOM_FILTER = "spark.sql.optimizer.runtime.bloomFilter.enabled"
 CHANGES_VIEW = "`__lh_changes`"
+# Delta copies a MERGE's source before it reads it twice (to find the files to rewrite, then to
+# write them), in case the source changes in between. The group's changes are a local checkpoint
+# already (fixed, in memory): the copy is a Spark job and the group's rows once more in memory.
+MERGE_SOURCE_COPY = "spark.databricks.delta.merge.materializeSource"
 
 
 @dataclass
@@ -208,7 +212,7 @@ def write_group(
     values = {q(c): F.col(f"s.{q(c)}") for c in layout.row}
     values["`valid_from`"] = F.expr(version.format("s.`_lh_from`"))
     values["`valid_to`"] = F.expr(to)
-    (
+    merge = (
         spark.table(CHANGES_VIEW)
         .where("`_lh_action` in ('close', 'insert')")
         .alias("s")
@@ -217,8 +221,9 @@ def write_group(
         .update({"`valid_to`": F.expr(version.format("s.`_lh_to`"))})
         .whenNotMatched(F.expr("s.`_lh_action` = 'insert'"))
         .insert(values)
-        .merge()
     )
+    with session_conf(spark, {MERGE_SOURCE_COPY: "none"}):
+        merge.merge()
 
 
 def key_range(group: list[Batch]) -> tuple[Any, Any]:
