@@ -6,9 +6,11 @@
 Builds the benchmark's `obs_raw_history` table, then lands a small batch per run and runs the
 node through dbt. Every Spark action of the run (a query whose rows reach Python, a local
 checkpoint, a SQL command, the MERGE) is timed and listed in order with the function of the
-product that ran it, its Spark jobs, the time they ran (the rest of the action's time is the
-driver's: planning, Delta's log and commit) and, for queries, a summary of its physical plan
-(shuffles, joins, windows, tables scanned): the statements a batch costs, and what each costs.
+product that ran it, its Spark jobs (`log`: those of them that read a Delta table's log, for the
+table's state after a commit or the files a query reads), the time they ran (the rest of the
+action's time is the driver's: planning, Delta's log and commit) and, for queries, a summary of
+its physical plan (shuffles, joins, windows, tables scanned): the statements a batch costs, and
+what each costs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from lakehistory_tools.bench import workload
 from lakehistory_tools.project import copy_demo_project
 
 HISTORY = "obs_raw_history"
+# How Delta labels the jobs that read a table's log: its state after a commit, the files a query reads.
+DELTA_LOG_JOBS = ("Delta: Compute snapshot", "Delta: Filtering files")
 PLAN_NODES = ("Exchange", "SortMergeJoin", "BroadcastHashJoin", "BroadcastNestedLoopJoin", "Window", "Scan parquet")
 
 
@@ -40,6 +44,7 @@ class Action:
     seconds: float
     jobs: int
     busy: float  # seconds in which at least one of its jobs ran
+    log_jobs: int = 0  # of its jobs, those that read a Delta table's log (DELTA_LOG_JOBS)
     plan: str = ""
 
 
@@ -58,19 +63,26 @@ class Recorder:
     def _job_count(self) -> int:
         return int(self._store().jobsList(None).size())
 
+    def _jobs_since(self, first_job: int) -> list[Any]:
+        jobs = self._store().jobsList(None)
+        return [jobs.apply(i) for i in range(jobs.size()) if jobs.apply(i).jobId() >= first_job]
+
     def _busy(self, first_job: int) -> float:
         """Seconds in which at least one job numbered `first_job` or later ran."""
-        jobs = self._store().jobsList(None)
         spans = []
-        for i in range(jobs.size()):
-            job = jobs.apply(i)
-            if job.jobId() >= first_job and job.completionTime().isDefined():
+        for job in self._jobs_since(first_job):
+            if job.completionTime().isDefined():
                 spans.append((job.submissionTime().get().getTime(), job.completionTime().get().getTime()))
         busy, end = 0, 0
         for start, stop in sorted(spans):
             busy += max(0, stop - max(start, end))
             end = max(end, stop)
         return busy / 1000
+
+    def _log_jobs(self, first_job: int) -> int:
+        """Jobs numbered `first_job` or later that read a Delta table's log (DELTA_LOG_JOBS)."""
+        descriptions = (job.description() for job in self._jobs_since(first_job))
+        return sum(1 for d in descriptions if d.isDefined() and str(d.get()).startswith(DELTA_LOG_JOBS))
 
     def install(self) -> None:
         from pyspark.sql import SparkSession
@@ -107,7 +119,8 @@ class Recorder:
                 plan = _plan_summary(target, recorder.explain) if name not in ("sql", "merge") else ""
                 text = " ".join(str(args[0]).split())[:60] if name == "sql" and args else name
                 busy = recorder._busy(first_job) if jobs else 0.0
-                recorder.actions.append(Action(_caller(), text, started, seconds, jobs, busy, plan))
+                log_jobs = recorder._log_jobs(first_job) if jobs else 0
+                recorder.actions.append(Action(_caller(), text, started, seconds, jobs, busy, log_jobs, plan))
             return result
 
         return timed
@@ -177,18 +190,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         began = time.perf_counter()
         node = dbt.node_seconds(schema, landing, "run", HISTORY)
         jobs = sum(a.jobs for a in recorder.actions)
-        print(f"run {r}: node {node:.2f}s, {len(recorder.actions)} statements, {jobs} Spark jobs")
+        log_jobs = sum(a.log_jobs for a in recorder.actions)
+        statements = len(recorder.actions)
+        print(f"run {r}: node {node:.2f}s, {statements} statements, {jobs} Spark jobs ({log_jobs} read Delta logs)")
     spent = sum(a.seconds for a in recorder.actions)
     print(f"{HISTORY}: a {args.batch_keys}-key batch on {args.rows} rows, run {args.runs}: node {node:.2f}s")
-    print(f"{'at':>6} {'seconds':>8} {'jobs':>4} {'busy':>5}  {'function':<40} {'statement':<44} plan")
+    print(f"{'at':>6} {'seconds':>8} {'jobs':>4} {'log':>5} {'busy':>5}  {'function':<40} {'statement':<44} plan")
     for a in recorder.actions:
         print(
-            f"{a.started - began:6.2f} {a.seconds:8.2f} {a.jobs:4d} {a.busy:5.2f}  {a.where:<40} {a.what:<44} {a.plan}"
+            f"{a.started - began:6.2f} {a.seconds:8.2f} {a.jobs:4d} {a.log_jobs:5d} {a.busy:5.2f}"
+            f"  {a.where:<40} {a.what:<44} {a.plan}"
         )
     busy = sum(a.busy for a in recorder.actions)
     print(
-        f"       {spent:8.2f}      {busy:5.2f}  {len(recorder.actions)} statements; the rest of the node's time is"
-        " dbt and Python (the gaps between the `at` of one statement and the end of the one before)"
+        f"       {spent:8.2f}            {busy:5.2f}  {len(recorder.actions)} statements; the rest of the node's"
+        " time is dbt and Python (the gaps between the `at` of one statement and the end of the one before)"
     )
     print(f"the physical plan of every query: {recorder.explain}")
     return 0
