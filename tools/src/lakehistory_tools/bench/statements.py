@@ -65,12 +65,14 @@ class Recorder:
 
     def _jobs_since(self, first_job: int) -> list[Any]:
         jobs = self._store().jobsList(None)
-        return [jobs.apply(i) for i in range(jobs.size()) if jobs.apply(i).jobId() >= first_job]
+        every = (jobs.apply(i) for i in range(jobs.size()))
+        return [job for job in every if job.jobId() >= first_job]
 
-    def _busy(self, first_job: int) -> float:
-        """Seconds in which at least one job numbered `first_job` or later ran."""
+    @staticmethod
+    def _busy(jobs: list[Any]) -> float:
+        """Seconds in which at least one of `jobs` ran."""
         spans = []
-        for job in self._jobs_since(first_job):
+        for job in jobs:
             if job.completionTime().isDefined():
                 spans.append((job.submissionTime().get().getTime(), job.completionTime().get().getTime()))
         busy, end = 0, 0
@@ -79,9 +81,10 @@ class Recorder:
             end = max(end, stop)
         return busy / 1000
 
-    def _log_jobs(self, first_job: int) -> int:
-        """Jobs numbered `first_job` or later that read a Delta table's log (DELTA_LOG_JOBS)."""
-        descriptions = (job.description() for job in self._jobs_since(first_job))
+    @staticmethod
+    def _log_jobs(jobs: list[Any]) -> int:
+        """Those of `jobs` that read a Delta table's log (DELTA_LOG_JOBS)."""
+        descriptions = (job.description() for job in jobs)
         return sum(1 for d in descriptions if d.isDefined() and str(d.get()).startswith(DELTA_LOG_JOBS))
 
     def install(self) -> None:
@@ -118,8 +121,8 @@ class Recorder:
                 # (a query's plan once it ran: planning one here would add its cost to the next gap)
                 plan = _plan_summary(target, recorder.explain) if name not in ("sql", "merge") else ""
                 text = " ".join(str(args[0]).split())[:60] if name == "sql" and args else name
-                busy = recorder._busy(first_job) if jobs else 0.0
-                log_jobs = recorder._log_jobs(first_job) if jobs else 0
+                ran = recorder._jobs_since(first_job) if jobs else []  # one walk of the job list
+                busy, log_jobs = recorder._busy(ran), recorder._log_jobs(ran)
                 recorder.actions.append(Action(_caller(), text, started, seconds, jobs, busy, log_jobs, plan))
             return result
 
