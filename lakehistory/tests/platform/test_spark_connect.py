@@ -35,6 +35,10 @@ EXTRACTS = ["meta_history", "meta_vars"]
 WALL_CLOCK = {"txn_uuid", "started_at", "committed_at", "_hist_time", "at", "created_at", "updated_at", "uuid"}
 SNAPSHOT_CLOCK = {"dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to"}
 WALL_CLOCK_OF = {"platform_variables_snapshot": WALL_CLOCK | SNAPSHOT_CLOCK}
+# Both builds run their nodes one at a time: with more dbt threads the history models and captures
+# take their transaction ids in the order they reach the writer lock, so the ids (and the versions
+# made of them) would differ between two builds of the same landing.
+ONE_THREAD = ("--threads", "1")
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +58,8 @@ project, profiles, scale, syncs, seed, extracts = sys.argv[1:]
 config = GeneratorConfig(scale=int(scale), syncs=int(syncs), seed=int(seed))
 for sync in range(1, config.syncs + 1):
     generate(Path(project) / "landing", config, extract_tables=extracts.split(","), only_sync=sync)
-    args = ["build", "--exclude-resource-type", "test", "--target", "local", "--project-dir", project,
-            "--profiles-dir", profiles]
+    args = ["build", "--exclude-resource-type", "test", "--threads", "1", "--target", "local", "--project-dir",
+            project, "--profiles-dir", profiles]
     if not dbtRunner().invoke(args).success:
         sys.exit(f"embedded dbt build of day {sync} failed")
 """
@@ -152,7 +156,7 @@ def cluster_build(connect_url: str, tmp_path_factory: pytest.TempPathFactory) ->
 
     project = DbtProject(copy_project(tmp_path_factory.mktemp("cluster-build")), unique_schema("connect"), "connect")
     generate(project.landing, DEMO, extract_tables=EXTRACTS, only_sync=1)
-    project.run_ok("build", "--exclude-resource-type", "test")
+    project.run_ok("build", "--exclude-resource-type", "test", *ONE_THREAD)
     spark = SparkSession.builder.remote(connect_url).getOrCreate()
 
     def ids() -> list[int]:
@@ -162,7 +166,7 @@ def cluster_build(connect_url: str, tmp_path_factory: pytest.TempPathFactory) ->
     reads = Reads(before=as_of(spark, project.schema, day_one))
     generate(project.landing, DEMO, extract_tables=EXTRACTS, only_sync=2)
     log = project.project_dir / "day-two.log"
-    command, env = project.process("build")
+    command, env = project.process("build", *ONE_THREAD)
     with log.open("w") as out, subprocess.Popen(command, stdout=out, stderr=out, env=env) as build:  # noqa: S603
         while build.poll() is None:
             reads.ids.append(sorted(ids()))

@@ -34,11 +34,11 @@ from lakehistory.history.group import (
     clash_message,
     compute_changes,
     own_commit,
-    session_conf,
     version_sql,
     write_group,
 )
 from lakehistory.history.rules import Layout
+from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.sql import q
 from lakehistory.history.table import HistoryError, Versioning, add_new_columns, create_table, layout_of
 
@@ -88,7 +88,7 @@ def apply_pending(
     `max_batches_per_commit` batches per group (None: as many as the rules allow), as the one
     writer of the transactions table (`writer_lock`, waiting up to `writer_wait_seconds`)."""
     versions = Versioning(**versioning)
-    with writer.holding(spark, writer_lock, writer_wait_seconds):
+    with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
         layout = layout_of(spark, staged, keys, deleted_column)
         if not exists:
             create_table(spark, target, layout, versions)

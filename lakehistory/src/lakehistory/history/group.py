@@ -3,7 +3,6 @@ then written in one Delta commit that carries the group's transactions."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from lakehistory.history.rules import (
     candidates_sql,
     changes_sql,
 )
+from lakehistory.history.session import session_conf
 from lakehistory.history.sql import cols, q, same_key
 from lakehistory.history.table import Versioning, current_rows
 from lakehistory.landing.batch import ACTIVE, START, SYNCED
@@ -112,22 +112,6 @@ def _counted(frame: DataFrame) -> Changes:
 
 def _least(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
-
-
-@contextmanager
-def session_conf(spark: SparkSession, settings: dict[str, str]):
-    """The Spark session settings for the statements of the block; the previous ones after it."""
-    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, previous in before.items():
-            if previous is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, previous)
 
 
 def stage_stored(

@@ -1,0 +1,48 @@
+"""The Spark session a history apply runs in, and the settings of a block of its statements.
+
+dbt runs its threads' statements on one Spark session. A history apply changes that session's
+state for its own statements: Delta settings for its commit (the commit's userMetadata, empty
+commits kept), temporary views (`__lh_group`, ...) and session variables. In a session of its
+own none of that reaches the statements other dbt threads run meanwhile: their commits carry
+no history transaction, and a SHOW TABLES of theirs never lists a view that is gone a moment
+later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pyspark.sql import SparkSession
+
+
+@contextmanager
+def own_session(spark: SparkSession) -> Iterator[SparkSession]:
+    """A copy of `spark` for the block: its settings and temporary views (the staged batches
+    among them) as they are now; what the block changes stays in the copy. The copy shares the
+    catalog, the tables and Delta's cached table states with `spark`."""
+    if getattr(spark, "_jsparkSession", None) is None:  # Spark Connect: a session on the server
+        copy = spark.cloneSession()  # type: ignore[attr-defined]  # pyspark.sql.connect.session.SparkSession
+        try:
+            yield copy
+        finally:
+            copy.stop()
+        return
+    # Classic Spark: the same SparkContext; PySpark has no wrapper for the JVM session's copy.
+    yield SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """The Spark session settings for the statements of the block; the previous ones after it."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
