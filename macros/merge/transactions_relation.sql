@@ -46,7 +46,8 @@
     the next id. They read the transaction from session variables: `system.session.lakehistory_txn_id`
     is the id (the largest so far + 1), `system.session.lakehistory_started_at` its start (now, but
     always after the previous transaction's) and, in `record`, `system.session.lakehistory_delta_version`
-    the Delta version of `versioned` after the statements. Returns the id. -#}
+    the Delta version of `versioned` after the statements, all in a copy of dbt's Spark session
+    (lakehistory.history.session). Returns the id. -#}
 {% macro run_transaction(transactions, statements, record, versioned) %}
   {{ return(adapter.dispatch('run_transaction', 'lakehistory')(transactions, statements, record, versioned)) }}
 {% endmacro %}

@@ -158,7 +158,7 @@ def run_transaction(
     process, or a history model in another dbt thread) from taking the same id in between.
     Session variables because Delta's statements bind no SQL parameters; the values set are
     numbers and a time this function makes."""
-    with writer.holding(spark, writer_lock, writer_wait_seconds):
+    with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
         _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql)
         state = ledger.recorded(spark, transactions, versioned)
         txn_id = state.last_id + 1

@@ -1,11 +1,11 @@
-"""The Spark session a history apply runs in, and the settings of a block of its statements.
+"""The Spark session a transaction is written in, and the settings of a block of its statements.
 
-dbt runs its threads' statements on one Spark session. A history apply changes that session's
-state for its own statements: Delta settings for its commit (the commit's userMetadata, empty
-commits kept), temporary views (`__lh_group`, ...) and session variables. In a session of its
-own none of that reaches the statements other dbt threads run meanwhile: their commits carry
-no history transaction, and a SHOW TABLES of theirs never lists a view that is gone a moment
-later.
+dbt runs its threads' statements on one Spark session. A history apply, or a capture's or
+cleanup's transaction (apply.py), changes session state for its own statements: Delta settings
+for its commit (the commit's userMetadata, empty commits kept), temporary views (`__lh_group`,
+...) and session variables (the transaction's id). In a session of its own none of that reaches
+the statements other dbt threads run meanwhile: their commits carry no history transaction, and
+a SHOW TABLES of theirs never lists a view that is gone a moment later.
 """
 
 from __future__ import annotations
