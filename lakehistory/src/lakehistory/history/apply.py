@@ -88,6 +88,7 @@ def apply_pending(
     `max_batches_per_commit` batches per group (None: as many as the rules allow), as the one
     writer of the transactions table (`writer_lock`, waiting up to `writer_wait_seconds`)."""
     versions = Versioning(**versioning)
+    # The lock is this process's; the statements run in a copy of dbt's session (session.py).
     with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
         layout = layout_of(spark, staged, keys, deleted_column)
         if not exists:

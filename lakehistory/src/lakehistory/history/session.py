@@ -26,9 +26,13 @@ def own_session(spark: SparkSession) -> Iterator[SparkSession]:
         try:
             yield copy
         finally:
-            copy.stop()
+            # The copy's own client: release its server session, close its channel. (PySpark's
+            # cloneSession leaves the copy without what its stop() reads.)
+            copy.client.release_session()
+            copy.client.close()
         return
-    # Classic Spark: the same SparkContext; PySpark has no wrapper for the JVM session's copy.
+    # Classic PySpark has no cloneSession of its own: the JVM session's copy, wrapped. Not stopped
+    # after the block: stopping a classic session stops the SparkContext the two share.
     yield SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
 
 

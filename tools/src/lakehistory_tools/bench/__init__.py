@@ -8,4 +8,7 @@ table to the terminal, `bench.csv` (one row per run), `bench.json` (runs and fig
     measure.py   timing, peak driver memory, files read by a scan, medians and spreads
     report.py    the terminal table, CSV, JSON and plots
     __main__.py  the command: what runs in which order
+
+Two narrower tools beside it: `statements.py` lists the Spark statements of one history run with
+their cost, and `threads.py` times the demo's daily `dbt build` per dbt thread count.
 """
