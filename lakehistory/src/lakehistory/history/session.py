@@ -20,16 +20,13 @@ from pyspark.sql import SparkSession
 def own_session(spark: SparkSession) -> Iterator[SparkSession]:
     """A copy of `spark` for the block: its settings and temporary views (the staged batches
     among them) as they are now; what the block changes stays in the copy. The copy shares the
-    catalog, the tables and Delta's cached table states with `spark`."""
-    if getattr(spark, "_jsparkSession", None) is None:  # Spark Connect: a session on the server
-        copy = spark.cloneSession()  # type: ignore[attr-defined]  # pyspark.sql.connect.session.SparkSession
-        try:
-            yield copy
-        finally:
-            # The copy's own client: release its server session, close its channel. (PySpark's
-            # cloneSession leaves the copy without what its stop() reads.)
-            copy.client.release_session()
-            copy.client.close()
+    catalog, the tables and Delta's cached table states with `spark`.
+
+    Over Spark Connect the block gets `spark` itself: the server keeps a checkpointed DataFrame
+    (the staged batches are one) with the session that made it, so a server-side copy of the
+    session cannot read them. The `connect` target runs one dbt thread for that reason."""
+    if getattr(spark, "_jsparkSession", None) is None:
+        yield spark
         return
     # Classic PySpark has no cloneSession of its own: the JVM session's copy, wrapped. Not stopped
     # after the block: stopping a classic session stops the SparkContext the two share.
