@@ -95,6 +95,18 @@ class Dbt:
         return self(schema, landing, "compile", "--inline", sql).result.results[0].node.compiled_code
 
 
+def fresh_project(repository: Path, work: Path) -> Dbt:
+    """dbt on a copy of the demo project (package installed) in the emptied folder `work`, whose
+    lakehouse this process uses from now on: for the narrower tools beside the benchmark."""
+    shutil.rmtree(work, ignore_errors=True)
+    os.environ["LAKEHISTORY_LAKEHOUSE"] = str(work / "lakehouse")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    dbt = Dbt(copy_demo_project(repository, work / "project"))
+    dbt.deps()
+    return dbt
+
+
 def _messages(result) -> str:
     return "; ".join(f"{r.node.name}: {r.message}" for r in (result.result.results if result.result else []))
 

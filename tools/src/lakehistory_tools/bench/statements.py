@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -28,7 +26,6 @@ from typing import Any
 
 from lakehistory.platform.paths import local_home
 from lakehistory_tools.bench import workload
-from lakehistory_tools.project import copy_demo_project
 
 HISTORY = "obs_raw_history"
 # How Delta labels the jobs that read a table's log: its state after a commit, the files a query reads.
@@ -167,14 +164,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     work = (args.out or local_home() / "statements").resolve()
-    shutil.rmtree(work, ignore_errors=True)
-    os.environ["LAKEHISTORY_LAKEHOUSE"] = str(work / "lakehouse")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    from lakehistory_tools.bench.__main__ import Dbt
+    from lakehistory_tools.bench.__main__ import fresh_project
 
-    dbt = Dbt(copy_demo_project(args.repository, work / "project"))
-    dbt.deps()
+    dbt = fresh_project(args.repository, work)
     schema, landing = "bench_statements", work / "landing"
     workload.land_first_batch(landing)
     dbt(schema, landing, "run", "--select", HISTORY)

@@ -14,8 +14,6 @@ ratio to the first.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import sys
 import time
@@ -24,7 +22,6 @@ from pathlib import Path
 
 from lakehistory.platform.paths import local_home
 from lakehistory_tools.generator import GeneratorConfig, generate
-from lakehistory_tools.project import copy_demo_project
 
 EXTRACTS = ["meta_history", "meta_vars"]  # as in `make demo`: daily full extracts, captured by snapshots
 
@@ -47,14 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = [int(t) for t in args.threads.split(",")]
     config = GeneratorConfig(scale=args.scale, syncs=args.syncs, seed=args.seed)
     work = (args.out or local_home() / "bench-threads").resolve()
-    shutil.rmtree(work, ignore_errors=True)
-    os.environ["LAKEHISTORY_LAKEHOUSE"] = str(work / "lakehouse")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    from lakehistory_tools.bench.__main__ import Dbt
+    from lakehistory_tools.bench.__main__ import fresh_project
 
-    dbt = Dbt(copy_demo_project(args.repository, work / "project"))
-    dbt.deps()
+    dbt = fresh_project(args.repository, work)
     # Spark starts with the first query of the process: not inside the first timed build.
     dbt("bench_threads_warm_up", work / "landing" / "warm_up", "show", "--inline", "select 1")
     seconds: dict[tuple[int, int], list[float]] = {}  # (day, threads) -> a build's wall time per round
