@@ -86,9 +86,15 @@ class DbtProject:
 
     def run_fails(self, *args: str, vars: dict | None = None) -> str:
         """Run a command that must fail; return the error text dbt reported."""
-        result = self.invoke(*args, vars=vars)
+        logged: list[str] = []  # a run-operation's error reaches only the log
+
+        def keep_errors(event: Any) -> None:
+            if event.info.level == "error":
+                logged.append(event.info.msg)
+
+        result = self.invoke(*args, vars=vars, callbacks=[keep_errors] if args[0] == "run-operation" else None)
         assert not result.success, f"dbt {' '.join(args)} succeeded but should have failed"
-        return describe_failure(result)
+        return "\n".join([describe_failure(result), *logged])
 
     # --- reading results back ----------------------------------------------------------
     @property

@@ -25,7 +25,7 @@
     (txn_id, the key columns, kind, valid_time, and the structs `old` and `new` of the data
     columns), to put after `with`. `first` is the first pending version as SQL, none when nothing
     is pending. -#}
-{% macro _changes_ctes(history, after_txn, first, operations=['batch']) %}
+{% macro _changes_ctes(history, after_txn, first, operations=['batch', 'revert']) %}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set columns = lakehistory.history_data_columns(history) -%}
   {%- set rows = lakehistory.versioned(history) -%}
@@ -138,7 +138,7 @@ changes as (
 
 {#- The first version (SQL literal) of the transactions after `after_txn` of `operations` on
     `history`, or none: read when the model compiles, so the scans get a plain range predicate. -#}
-{% macro _first_pending_version(history, after_txn, operations=['batch']) %}
+{% macro _first_pending_version(history, after_txn, operations=['batch', 'revert']) %}
   {%- if lakehistory._builds() -%}
     {#- not load_relation: the history model of this same run may have just created the table,
         which dbt's relation cache does not know -#}

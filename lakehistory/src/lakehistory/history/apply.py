@@ -21,7 +21,7 @@ Per run of a history model:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -42,7 +42,7 @@ from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.sql import q
 from lakehistory.history.table import HistoryError, Versioning, add_new_columns, create_table, layout_of
 
-__all__ = ["HistoryError", "apply_pending", "run_transaction"]
+__all__ = ["HistoryError", "apply_pending", "record_commit", "recover", "run_transaction"]
 
 # Which dbt invocations have checked every history table for unrecorded commits, and the tables
 # whose last commit this process could not record: both are checked before any new transaction.
@@ -98,7 +98,7 @@ def apply_pending(
         _reached("columns_added")
         outcome = Outcome()
         try:
-            state, recovered = _recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
+            state, recovered = recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
             _reached("recovered")
             pending = _pending(spark, staged, recovered, layout.keys[0])
             refused = _unconfigured_deleted_column(pending, layout)
@@ -174,6 +174,25 @@ def run_transaction(
     return txn_id
 
 
+def record_commit(
+    spark: SparkSession,
+    transactions: str,
+    target: str,
+    commit: ledger.Commit,
+    uuid_sql: str,
+    stop: Callable[[str], None],
+) -> None:
+    """Record the transactions `commit` (of `target`) carries, after the named point "committed"
+    (`stop`, see STOP_POINTS). Should either fail, the next writer of this process records them
+    first."""
+    try:
+        stop("committed")
+        ledger.record(spark, transactions, target, [commit], uuid_sql)
+    except Exception:
+        _unrecorded.add(target)
+        raise
+
+
 def _declare(spark: SparkSession, variable: str, sql_type: str, value: str) -> None:
     spark.sql(f"declare or replace variable {variable.rsplit('.', 1)[1]} {sql_type} default {value}")
 
@@ -181,14 +200,14 @@ def _declare(spark: SparkSession, variable: str, sql_type: str, value: str) -> N
 # --- what is pending ---------------------------------------------------------------------------------
 
 
-def _recover(
+def recover(
     spark: SparkSession,
     transactions: str,
     target: str,
     history_tables: Sequence[str],
     invocation_id: str,
     uuid_sql: str,
-) -> tuple[ledger.Recorded, set[tuple[str, str]]]:
+) -> tuple[ledger.Recorded, set[tuple[str | None, str | None]]]:
     """Record unrecorded commits: of `target` and of the other tables (`_recover_others`).
     Returns the transactions table's state for `target` (checked last, so that its last id counts
     every other table's) and the batches just recorded, as (source table, batch id)."""
@@ -218,7 +237,9 @@ def _recover_others(
     return recovered
 
 
-def _pending(spark: SparkSession, staged: str, recovered: set[tuple[str, str]], first_key: str) -> list[Batch]:
+def _pending(
+    spark: SparkSession, staged: str, recovered: set[tuple[str | None, str | None]], first_key: str
+) -> list[Batch]:
     """The staged batches, but those just `recovered`, in batch order (one small query over the
     staged rows, which are in memory: a row per staged batch)."""
     rows = spark.sql(
@@ -349,12 +370,7 @@ def _apply_group(
     with session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}):
         write_group(spark, target, layout, versions, version, changes, group[:n])
     commit = own_commit(spark, target, txns)
-    try:
-        _reached("committed")
-        ledger.record(spark, transactions, target, [commit], uuid_sql)
-    except Exception:
-        _unrecorded.add(target)  # the next history run of this process records it first
-        raise
+    record_commit(spark, transactions, target, commit, uuid_sql, stop=_reached)
     _reached("recorded")
     outcome.batches += n
     outcome.groups += 1

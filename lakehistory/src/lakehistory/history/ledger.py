@@ -31,6 +31,7 @@ NEW_TRANSACTIONS_VIEW = "__lh_new_transactions"
 _ROW_SCHEMA = StructType(
     [
         StructField("txn_id", LongType()),
+        StructField("operation", StringType()),
         StructField("source_table", StringType()),
         StructField("history_table", StringType()),
         StructField("batch_id", StringType()),
@@ -55,12 +56,13 @@ class LedgerError(RuntimeError):
 
 @dataclass(frozen=True)
 class Txn:
-    """One applied batch, as its history table's commit records it."""
+    """One transaction, as its history table's commit records it: an applied batch, or a revert
+    (revert.py), which has no batch."""
 
     txn_id: int
-    batch_id: str
-    sequence: int
-    source_table: str
+    batch_id: str | None
+    sequence: int | None
+    source_table: str | None
     author: str | None
     app_id: str | None
     commit_message: str | None
@@ -69,6 +71,7 @@ class Txn:
     versions_opened: int
     versions_closed: int
     rows_overlap_deleted: int
+    operation: str = "batch"  # commits made before reverts existed carry no operation
 
 
 def commit_metadata(txns: Sequence[Txn]) -> str:
@@ -126,6 +129,7 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
     rows = [
         (
             t.txn_id,
+            t.operation,
             t.source_table,
             history,
             t.batch_id,
@@ -153,7 +157,7 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
         select
             txn_id,
             {uuid_sql},
-            'batch',
+            operation,
             source_table,
             history_table,
             batch_id,

@@ -29,8 +29,8 @@ class Source:
     def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
         raise NotImplementedError
 
-    def recorded(self, transactions: DataFrame, operation: str, after_txn: int) -> list[Any]:
-        """This source's transactions of `operation` after `after_txn`, in id order: one row each.
+    def recorded(self, transactions: DataFrame, operations: Sequence[str], after_txn: int) -> list[Any]:
+        """This source's transactions of `operations` after `after_txn`, in id order: one row each.
 
         A transaction names its history table as `schema.table`; the `_hx` model knows its source
         by name only, and that source may live in another schema (custom schemas), so the two
@@ -41,7 +41,7 @@ class Source:
         rows = (
             transactions.where(
                 ((table == F.lit(name)) | table.endswith(F.lit("." + name)))
-                & (F.col("operation") == F.lit(operation))
+                & F.col("operation").isin(*operations)
                 & (F.col("txn_id") > F.lit(after_txn))
             )
             .select("txn_id", "started_at", "batch_id", "author", "history_table")
@@ -78,7 +78,8 @@ class FivetranSource(Source):
         self.by_time = dict(frame.dtypes)["valid_from"] == "timestamp"
 
     def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
-        rows = self.recorded(transactions, "batch", after_txn)
+        # a revert (lakehistory.revert, .undo) changes the valid-time history as a batch does
+        rows = self.recorded(transactions, ("batch", "revert"), after_txn)
         return [Recording(r.txn_id, r.started_at if self.by_time else r.txn_id, r.author) for r in rows]
 
     def _open_at(self, at) -> Column:
@@ -123,7 +124,7 @@ class SnapshotSource(Source):
         self.has_deleted_flag = "dbt_is_deleted" in frame.columns
 
     def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
-        captured = self.recorded(transactions, "snapshot", after_txn)
+        captured = self.recorded(transactions, ("snapshot",), after_txn)
         if not captured:
             return []
         # Each capture's time is its rows' dbt_valid_from on its day; read only the pending days

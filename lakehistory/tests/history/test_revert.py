@@ -1,0 +1,144 @@
+"""Revert and undo (lakehistory.revert, lakehistory.undo): a history table back to an earlier state
+as a new transaction, with its history kept, audited in the transactions table, the event history
+and the feature states, and recorded even when the run stops right after its commit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from history_case import HistoryCase, T, batch, normalize, version
+
+from harness import DbtProject, copy_project, unique_schema
+from lakehistory.history import ledger
+from lakehistory.landing.batch import Column
+from oracle.replay import replay_events, replay_states
+
+GAUGE = [Column("gauge_id", "bigint"), Column("label", "string"), Column("level", "double")]
+KEY, DATA = ["gauge_id"], ["label", "level"]
+EVENTS = "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
+
+
+@pytest.fixture(scope="module")
+def case(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> HistoryCase:
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("revert")), unique_schema("revert"))
+    project.landing.mkdir()
+    case = HistoryCase(project, "gauge", GAUGE, KEY)
+    models = project.project_dir / "models" / "under_test"
+    (models / "gauge_events.sql").write_text(EVENTS + "{{ lakehistory.event_history(ref('gauge')) }}\n")
+    (models / "gauge_states.sql").write_text(EVENTS + "{{ lakehistory.feature_states(ref('gauge')) }}\n")
+    return case
+
+
+def build(case: HistoryCase) -> None:
+    case.project.run_ok("run", "--select", "gauge+")
+
+
+def state(case: HistoryCase, txn: int) -> dict:
+    """The Fivetran table's current rows as of a transaction: key -> data, read from the table."""
+    rows = case.project.rows(
+        f"select * from {{schema}}.gauge where valid_from <= {txn} and valid_to > {txn} and _fivetran_active"
+    )
+    return {tuple(r[k] for k in KEY): tuple(r[c] for c in DATA) for r in rows}
+
+
+def fivetran(case: HistoryCase, txn: int) -> list[dict]:
+    """Every valid-time version as known after a transaction (the Fivetran table then)."""
+    rows = case.project.rows(f"select * from {{schema}}.gauge where valid_from <= {txn} and valid_to > {txn}")
+    return sorted(
+        ({k: v for k, v in normalize(r).items() if k not in ("valid_from", "valid_to")} for r in rows), key=repr
+    )
+
+
+def revert(case: HistoryCase, operation: str, **args) -> None:
+    case.project.run_ok("run-operation", f"lakehistory.{operation}", "--args", json.dumps(args))
+
+
+def transactions(case: HistoryCase) -> list[dict]:
+    return case.project.rows("select * from {schema}.lakehistory_transactions order by txn_id")
+
+
+def test_revert_and_undo_return_earlier_states_as_new_audited_transactions(
+    case: HistoryCase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    g = version
+    case.land(
+        batch(
+            "gauge",
+            GAUGE,
+            "gauge_id",
+            1,
+            "alice",
+            [g(T(1), gauge_id=1, label="a", level=1.0), g(T(1), gauge_id=2, label="b", level=2.0)],
+        )
+    )
+    case.land(
+        batch(
+            "gauge",
+            GAUGE,
+            "gauge_id",
+            2,
+            "bob",
+            [g(T(2), gauge_id=1, label="a2", level=1.5), g(T(2), gauge_id=3, label="c", level=3.0)],
+        )
+    )
+    case.land(
+        batch(
+            "gauge", GAUGE, "gauge_id", 3, "carol", [g(T(3), gauge_id=1, label="a3", level=None)], deletes=[(2, T(3))]
+        )
+    )
+    build(case)
+    assert [t["txn_id"] for t in transactions(case)] == [1, 2, 3]
+    history_before = {v: fivetran(case, v) for v in (1, 2, 3)}
+
+    # Revert to transaction 1: one new transaction, the state of 1 current again, the past kept.
+    revert(case, "revert", models=["gauge"], to_version=1)
+    txns = transactions(case)
+    assert [t["txn_id"] for t in txns] == [1, 2, 3, 4]
+    assert txns[3]["operation"] == "revert" and txns[3]["commit_message"] == "revert to transaction 1"
+    assert txns[3]["history_table"] == txns[0]["history_table"] and txns[3]["source_table"] == "gauge"
+    assert fivetran(case, 4) == history_before[1]
+    assert {v: fivetran(case, v) for v in (1, 2, 3)} == history_before
+    opened = case.project.rows("select count(*) as n from {schema}.gauge where valid_from = 4")[0]["n"]
+    closed = case.project.rows("select count(*) as n from {schema}.gauge where valid_to = 4")[0]["n"]
+    assert (txns[3]["versions_opened"], txns[3]["versions_closed"]) == (opened, closed) != (0, 0)
+    # Asked again: the table already is as of 1, so no transaction.
+    revert(case, "revert", models="gauge", to_version=1)
+    assert len(transactions(case)) == 4
+
+    # A batch after the revert, then its undo; the undo's record lost to a stop after its commit.
+    case.land(batch("gauge", GAUGE, "gauge_id", 4, "dave", [g(T(4), gauge_id=2, label="b4", level=4.0)]))
+    build(case)
+    assert state(case, 5)[(2,)] == ("b4", 4.0)
+
+    def stopped(*_args, **_kwargs):
+        raise RuntimeError("stopped after the commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ledger, "record", stopped)
+        assert "stopped after the commit" in case.project.run_fails(
+            "run-operation", "lakehistory.undo", "--args", json.dumps({"model": "gauge", "txn_id": 5})
+        )
+    build(case)  # the next writer records the undo from its commit
+    txns = transactions(case)
+    assert [t["txn_id"] for t in txns] == [1, 2, 3, 4, 5, 6]
+    assert txns[5]["operation"] == "revert" and txns[5]["commit_message"] == "undo of transaction 5 (batch 000004)"
+    assert fivetran(case, 6) == fivetran(case, 4)
+
+    # Transaction 2 changed keys that transactions 3 and 4 changed again: refused, naming them.
+    error = case.project.run_fails(
+        "run-operation", "lakehistory.undo", "--args", json.dumps({"model": "gauge", "txn_id": 2})
+    )
+    assert "later transactions changed the same keys: 3 (batch 000003), 4" in error, error
+    assert len(transactions(case)) == 6
+
+    # Events and feature states replay to the table's state as of every transaction, reverts included.
+    events = case.project.rows("select * from {schema}.gauge_events")
+    states = case.project.rows("select * from {schema}.gauge_states")
+    for txn in range(1, 7):
+        want = state(case, txn)
+        assert replay_events(events, KEY, DATA, txn) == want, txn
+        assert replay_states(states, KEY, DATA, txn) == want, txn
+    reverted = {(e["gauge_id"], e["_hist_event"]) for e in events if e["_hist_trans_id"] == 4}
+    assert reverted == {(1, 3), (1, 4), (2, 1), (3, 2)}  # a3 back to a, b back, c gone
