@@ -1,6 +1,6 @@
 """Revert and undo (lakehistory.revert, lakehistory.undo): a history table back to an earlier state
-as a new transaction, with its history kept, audited in the transactions table, the event history
-and the feature states, and recorded even when the run stops right after its commit."""
+as a new transaction, with its history kept, audited in the transactions table, the event history,
+the feature states and the `_hx` table, and recorded even when the run stops right after its commit."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from history_case import HistoryCase, T, batch, normalize, version
+from hx_case import add_hx, add_main
 
 from harness import DbtProject, copy_project, unique_schema
 from lakehistory.history import ledger
@@ -28,6 +29,8 @@ def case(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> HistoryCa
     models = project.project_dir / "models" / "under_test"
     (models / "gauge_events.sql").write_text(EVENTS + "{{ lakehistory.event_history(ref('gauge')) }}\n")
     (models / "gauge_states.sql").write_text(EVENTS + "{{ lakehistory.feature_states(ref('gauge')) }}\n")
+    add_hx(project, "gauge", KEY, "gauge")
+    add_main(project, "gauge")
     return case
 
 
@@ -132,6 +135,10 @@ def test_revert_and_undo_return_earlier_states_as_new_audited_transactions(
     )
     assert "later transactions changed the same keys: 3 (batch 000003), 4" in error, error
     assert len(transactions(case)) == 6
+
+    # The _hx table's current rows (the main table) too.
+    main = case.project.rows("select * from {schema}.gauge_main")
+    assert {tuple(r[k] for k in KEY): tuple(r[c] for c in DATA) for r in main} == state(case, 6)
 
     # Events and feature states replay to the table's state as of every transaction, reverts included.
     events = case.project.rows("select * from {schema}.gauge_events")
