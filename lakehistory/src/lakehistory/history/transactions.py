@@ -23,7 +23,7 @@ class Field:
 LAYOUT = (
     Field("txn_id", "bigint", True, "Transaction id: 1, 2, 3, ... with no gaps, in commit order"),
     Field("txn_uuid", "string", True, "Naksha uuid of the transaction: txn_id, start date, object type 0, database id"),
-    Field("operation", "string", True, "batch (a landed batch applied), snapshot (an extract captured), cleanup or revert (revert, undo)"),
+    Field("operation", "string", True, "batch (a batch applied), snapshot (an extract captured), cleanup or revert"),
     Field("source_table", "string", False, "The landed table the batch belongs to"),
     Field("history_table", "string", True, "The history table the transaction changed"),
     Field("batch_id", "string", False, "The batch (its folder name in the landing root)"),
