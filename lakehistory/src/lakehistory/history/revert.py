@@ -94,12 +94,15 @@ def revert(
             rows_overlap_deleted=0,
             operation="revert",
         )
-        frame.createOrReplaceTempView(REVERT_VIEW.strip("`"))
         version = str(new.txn_id) if versions.version_type == "integer" else f"timestamp'{started_at}'"
-        # The view is a local checkpoint: fixed, so Delta need not copy it before reading it twice.
-        with session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata([new]), MERGE_SOURCE_COPY: "none"}):
-            spark.sql(_merge_sql(target, keys, row, versions, version))
-        spark.catalog.dropTempView(REVERT_VIEW.strip("`"))
+        frame.createOrReplaceTempView(REVERT_VIEW.strip("`"))
+        try:
+            # The view is a local checkpoint: fixed, so Delta need not copy it before reading it twice.
+            conf = {ledger.USER_METADATA: ledger.commit_metadata([new]), MERGE_SOURCE_COPY: "none"}
+            with session_conf(spark, conf):
+                spark.sql(_merge_sql(target, keys, row, versions, version))
+        finally:
+            spark.catalog.dropTempView(REVERT_VIEW.strip("`"))
         commit = own_commit(spark, target, [new])
         record_commit(spark, transactions, target, commit, uuid_sql, stop=lambda point: None)
         return {"transaction": new.txn_id, "versions_opened": new.versions_opened, "versions_closed": closed}

@@ -95,12 +95,13 @@ class Dbt:
         return self(schema, landing, "compile", "--inline", sql).result.results[0].node.compiled_code
 
 
-def fresh_project(repository: Path, work: Path) -> Dbt:
+def fresh_project(repository: Path, work: Path, time_zone: str = "UTC") -> Dbt:
     """dbt on a copy of the demo project (package installed) in the emptied folder `work`, whose
-    lakehouse this process uses from now on: for the narrower tools beside the benchmark."""
+    lakehouse this process uses from now on: for the narrower tools beside the benchmark. The
+    process, and the Spark it starts, run in `time_zone`, as on a machine set to it."""
     shutil.rmtree(work, ignore_errors=True)
     os.environ["LAKEHISTORY_LAKEHOUSE"] = str(work / "lakehouse")
-    os.environ["TZ"] = "UTC"
+    os.environ["TZ"] = time_zone
     time.tzset()
     dbt = Dbt(copy_demo_project(repository, work / "project"))
     dbt.deps()

@@ -158,6 +158,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=2, help="batches, one run each; the last is listed (default 2)")
     parser.add_argument("--out", type=Path, default=None, help="work folder (default $LAKEHISTORY_HOME/statements)")
     parser.add_argument("--repository", type=Path, default=Path.cwd(), help="the lakehistory checkout (default: here)")
+    parser.add_argument(
+        "--time-zone", default="UTC", help="the time zone of the machine dbt runs on, e.g. Europe/Berlin (default UTC)"
+    )
     return parser.parse_args(argv)
 
 
@@ -166,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = (args.out or local_home() / "statements").resolve()
     from lakehistory_tools.bench.__main__ import fresh_project
 
-    dbt = fresh_project(args.repository, work)
+    dbt = fresh_project(args.repository, work, args.time_zone)
     schema, landing = "bench_statements", work / "landing"
     workload.land_first_batch(landing)
     dbt(schema, landing, "run", "--select", HISTORY)
@@ -189,7 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         statements = len(recorder.actions)
         print(f"run {r}: node {node:.2f}s, {statements} statements, {jobs} Spark jobs ({log_jobs} read Delta logs)")
     spent = sum(a.seconds for a in recorder.actions)
-    print(f"{HISTORY}: a {args.batch_keys}-key batch on {args.rows} rows, run {args.runs}: node {node:.2f}s")
+    where = f"{args.rows} rows, time zone {args.time_zone}"
+    print(f"{HISTORY}: a {args.batch_keys}-key batch on {where}, run {args.runs}: node {node:.2f}s")
     print(f"{'at':>6} {'seconds':>8} {'jobs':>4} {'log':>5} {'busy':>5}  {'function':<40} {'statement':<44} plan")
     for a in recorder.actions:
         print(
