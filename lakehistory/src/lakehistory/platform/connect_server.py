@@ -66,7 +66,9 @@ def server_conf(settings: ServerSettings) -> dict[str, str]:
         "spark.sql.warehouse.dir": settings.warehouse or str(lakehouse / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={lakehouse}/metastore_db;create=true",
         "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={lakehouse} -Dlog4j2.configurationFile={local_home() / 'log4j2.properties'}"
+            # UTC, or Delta rebuilds a small table's state after every commit to check it
+            f"-Duser.timezone=UTC -Dderby.system.home={lakehouse}"
+            f" -Dlog4j2.configurationFile={local_home() / 'log4j2.properties'}"
         ),
         "spark.driver.bindAddress": settings.host,
         "spark.driver.host": settings.host,
