@@ -166,6 +166,23 @@ changes as (
 {% endmacro %}
 
 
+{#- A data column the history table gained since this model's last build (an add_column schema
+    change, spec rule 17) joins the model's table before the new rows are appended; its rows
+    from before read NULL in it, as the history table's versions from before do. -#}
+{% macro _take_new_columns(history, columns) %}
+  {%- if not (is_incremental() and lakehistory._builds()) -%}{{ return(none) }}{%- endif -%}
+  {%- set have = adapter.get_columns_in_relation(this) | map(attribute='name') | map('lower') | list -%}
+  {%- set missing = [] -%}
+  {%- for c in columns if c | lower not in have -%}{%- do missing.append(c) -%}{%- endfor -%}
+  {%- if missing | length == 0 -%}{{ return(none) }}{%- endif -%}
+  {%- set new = [] -%}
+  {%- for c in adapter.get_columns_in_relation(history) if c.name in missing -%}
+    {%- do new.append(adapter.quote(c.name) ~ ' ' ~ c.data_type) -%}
+  {%- endfor -%}
+  {%- do run_query('alter table ' ~ this ~ ' add columns (' ~ (new | join(', ')) ~ ')') -%}
+{% endmacro %}
+
+
 {#- What a model over a history table compiles to before that table exists (dbt compile, docs):
     a run stops instead, since the table it would create could not take the real rows later. -#}
 {% macro _not_built_yet(history) %}

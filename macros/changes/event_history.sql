@@ -28,7 +28,7 @@
   {%- if not execute or load_relation(history) is none -%}
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
-  {%- do lakehistory._data_columns_without(history, []) -%}
+  {%- do lakehistory._take_new_columns(history, lakehistory._data_columns_without(history, [])) -%}
   {%- set last = lakehistory._last_recorded_txn('_hist_trans_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last) -%}
 with {{ lakehistory._changes_ctes(history, last, first) }},

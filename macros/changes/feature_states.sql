@@ -40,6 +40,7 @@
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set columns = lakehistory._data_columns_without(history, ['action', 'version', 'uuid', 'puuid', 'txn', 'txn_id',
       'author', 'app_id', 'created_at', 'updated_at', 'valid_created_at', 'valid_updated_at', 'deleted']) -%}
+  {%- do lakehistory._take_new_columns(history, columns) -%}
   {%- set operations = ['batch', 'revert', 'cleanup'] -%}
   {%- set last = lakehistory._last_recorded_txn('txn_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last, operations) -%}

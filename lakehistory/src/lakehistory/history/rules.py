@@ -364,7 +364,8 @@ def _stored_diff_ctes(layout: Layout, rewritten: bool) -> list[str]:
     """`ends`: every physical row with `_lh_stored` (the table holds it now) and `_lh_gone`.
     Without a rewrite, the runs from batch 0 are the stored rows themselves. A truncate or schema
     change of the first batch may rewrite or remove stored rows: a stored row whose run from
-    batch 0 has other content, or none, is closed by batch 1, and that run is new from batch 1."""
+    batch 0 has other content, or none, is closed by batch 1, and that run is new from batch 1
+    (or never stored, when batch 1 also ends it)."""
     k = layout.keys
     row = ", ".join(q(c) for c in layout.row)
     if not rewritten:
@@ -392,6 +393,8 @@ rows_after as (
     from physical as p
     left anti join kept_stored as s
         on p.`_lh_from` = 0 and s.`_lh_same` and {same_key("s", "p", k)} and s.{q(START)} = p.{q(START)}
+    -- a row the rewrite made that batch 1 itself ends was never part of the table: no empty row
+    where p.`_lh_to` is null or p.`_lh_to` > greatest(p.`_lh_from`, 1)
 )"""
     return [
         rows,

@@ -104,8 +104,19 @@ def create_table(spark: SparkSession, target: str, layout: Layout, versions: Ver
 def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
     """Rule 17 "add the column": a column the rows bring that the table lacks joins the table
     next to the source columns (its own commit, before the group's: a rerun finds it there)."""
-    stored = [f.name for f in spark.table(target).schema.fields]
+    fields = spark.table(target).schema.fields
+    stored = [f.name for f in fields]
     names = [*layout.keys, *layout.data]
+    # A stored column's type is what every version of it was written with: a source declaring
+    # another type would have its values cast on the way in, so the run stops instead.
+    for f in fields:
+        if f.name in layout.types and f.dataType.simpleString() != layout.types[f.name]:
+            raise HistoryError(
+                f"{target} holds column {f.name} as {f.dataType.simpleString()}, and the source now declares it as"
+                f" {layout.types[f.name]}. A history table keeps the type its column was created with: declare"
+                f" {f.name} as {f.dataType.simpleString()} again, or add the new values as a column of their own"
+                " (an add_column schema change)."
+            )
     for name in stored:
         if name not in names and not name.startswith("_fivetran_") and name not in HISTORY_COLUMNS:
             raise HistoryError(

@@ -81,8 +81,22 @@ def build_hx(
         src = SnapshotSource(source, spec, source_name)
     else:
         raise HxError(f"{hx_table(spec.table)}: {source_name} is neither a fivetran_history table nor a dbt snapshot")
-    existing = session.table(str(dbt.this)) if dbt.is_incremental else None
+    existing = _with_new_columns(session, str(dbt.this), spec, source) if dbt.is_incremental else None
     return append_rows(spec, src, transactions, existing)
+
+
+def _with_new_columns(session: SparkSession, this: str, spec: HxSpec, source: DataFrame) -> DataFrame:
+    """The `_hx` table, with the columns its source gained since the last build (an add_column
+    schema change, spec rule 17) added to it first: its rows read NULL in them, as the source's
+    versions from before do, and no row or id changes."""
+    existing = session.table(this)
+    have = {c.lower() for c in existing.columns}
+    types = dict(source.dtypes)
+    new = [f"{q(c)} {types[c]}" for c in spec.columns if c.lower() not in have]
+    if not new:
+        return existing
+    session.sql(f"alter table {this} add columns ({', '.join(new)})")
+    return session.table(this)
 
 
 def _empty(session: SparkSession, spec: HxSpec, like: DataFrame) -> DataFrame:
