@@ -9,6 +9,7 @@ with last_txn as (
 select
     c.changed_at,
     c.txn_id,
+    c.valid_time,
     c.user_name,
     c.action,
     c.station_id,
@@ -18,4 +19,4 @@ select
 from {{ lakehistory.column_changes(ref('meta_station_events')) }} as c
 inner join last_txn as l
     on c.txn_id = l.trans_id
-order by c.station_id, c.column_name
+order by c.station_id, c.valid_time, c.column_name

@@ -10,11 +10,13 @@
     column_changes(events, from, to)   one row per changed column of the events recorded in
                                        [from, to) (ESQL `history(table, from, to)`)
 
-  Events are the changes of the table's current state (changes.sql): an insert is one row with
-  _hist_event 1 and the new values, a delete one row with 2 and the last values, an update two
-  rows in the same transaction, 3 (update_from, the old values) and 4 (update_to, the new ones).
+  Events are the changes of each key's valid-time history, one per version a transaction brings
+  (changes.sql, `_version_changes_ctes`): an insert is one row with _hist_event 1 and the new
+  values, a delete one row with 2 and the last values, an update two rows with the same
+  transaction and valid time, 3 (update_from, the old values) and 4 (update_to, the new ones).
   _hist_time is the transaction's time (transaction time: its started_at, shared by all its
-  events), _hist_valid_time when the change happened at the source (valid time).
+  events), _hist_valid_time when the change happened at the source (valid time). Replayed in
+  (_hist_trans_id, _hist_valid_time) order, they give the table as of every transaction.
 
       {{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}
       {{ lakehistory.event_history(ref('meta_station_history')) }}
@@ -33,6 +35,8 @@
   {%- set first = lakehistory._first_pending_version(history, last) -%}
 with {{ lakehistory._changes_ctes(history, last, first) }},
 
+{{ lakehistory._version_changes_ctes(history, first) }},
+
 events as (
     select
         c.`txn_id`,
@@ -42,7 +46,7 @@ events as (
             when 'delete' then array(named_struct('code', 2, 'row', c.`old`))
             else array(named_struct('code', 3, 'row', c.`old`), named_struct('code', 4, 'row', c.`new`))
         end) as `event`
-    from changes as c
+    from version_changes as c
 )
 
 select
@@ -94,8 +98,9 @@ from (
 
 
 {#- One row per changed column of the events recorded in [from_time, to_time) (transaction time;
-    SQL timestamp expressions, none for unbounded): changed_at, txn_id, action (insert, update,
-    delete), user_name, the key columns, column_name, old_value and new_value (as strings). An
+    SQL timestamp expressions, none for unbounded): changed_at, txn_id, valid_time, action
+    (insert, update, delete), user_name, the key columns, column_name, old_value and new_value
+    (as strings). An
     update lists the columns whose value changed, NULL to value and value to NULL included; an
     insert or a delete lists every non-key column. -#}
 {% macro column_changes(events, from_time=none, to_time=none) %}
@@ -126,19 +131,21 @@ from (
   {%- set in_window = "(select * from " ~ events ~ " where " ~ (window | join(' and ')) -%}
   {%- set sql -%}
 (select
-    `changed_at`, `txn_id`, `action`, `user_name`, {{ lakehistory._columns(keys, none) }},
+    `changed_at`, `txn_id`, `valid_time`, `action`, `user_name`, {{ lakehistory._columns(keys, none) }},
     `cell`.`column_name`, `cell`.`old_value`, `cell`.`new_value`
 from (
     select
         coalesce(n.`_hist_time`, o.`_hist_time`) as `changed_at`,
         coalesce(n.`_hist_trans_id`, o.`_hist_trans_id`) as `txn_id`,
+        coalesce(n.`_hist_valid_time`, o.`_hist_valid_time`) as `valid_time`,
         case when o.`_hist_event` is null then 'insert' when n.`_hist_event` is null then 'delete' else 'update' end as `action`,
         coalesce(n.`_hist_user`, o.`_hist_user`) as `user_name`,
         {{ merged_keys | join(', ') }},
         explode(array({{ cells | join(', ') }})) as `cell`
     from {{ in_window }} and `_hist_event` in (2, 3)) as o
     full outer join {{ in_window }} and `_hist_event` in (1, 4)) as n
-        on o.`_hist_trans_id` = n.`_hist_trans_id` and {{ lakehistory._join_on('o', 'n', keys) }}
+        on o.`_hist_trans_id` = n.`_hist_trans_id` and o.`_hist_valid_time` <=> n.`_hist_valid_time`
+        and {{ lakehistory._join_on('o', 'n', keys) }}
 )
 where `action` <> 'update' or not (`cell`.`old_value` <=> `cell`.`new_value`))
   {%- endset -%}

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, examples, unique_schema
 from lakehistory.history import apply
-from lakehistory.landing.batch import ACTIVE, ONE_MS, START, Column
+from lakehistory.landing.batch import ACTIVE, END, ONE_MS, START, Column
 from oracle.fivetran import apply_batch
 from oracle.replay import DELETE, INSERT, UPDATE_FROM, UPDATE_TO, decode, replay_events, replay_states
 from oracle.streams import batch_streams
@@ -94,14 +94,48 @@ def as_of_states_table(project: DbtProject, table: str, txns: list[int], key: li
 
 
 def check_events(events: list[dict], txns: dict[int, dict], key: list[str]) -> None:
-    """update_from and update_to come in pairs; a transaction's events share its id, user and time."""
+    """update_from and update_to come in pairs, one change per key and valid time; a
+    transaction's events share its id, user and time."""
     by_change = collections.defaultdict(list)
     for e in events:
-        by_change[(e["_hist_trans_id"], tuple(e[c] for c in key))].append(e["_hist_event"])
+        by_change[(e["_hist_trans_id"], tuple(e[c] for c in key), e["_hist_valid_time"])].append(e["_hist_event"])
         t = txns[e["_hist_trans_id"]]
         assert (e["_hist_user"], e["_hist_time"]) == (t["author"], t["started_at"]), e
     for change, codes in by_change.items():
         assert sorted(codes) in ([INSERT], [DELETE], [UPDATE_FROM, UPDATE_TO]), f"{change}: events {codes}"
+
+
+def points(reference: list[dict], key: list[str], data: list[str]) -> dict:
+    """Each key's valid-time history in the reference table: (instant, deleted, values) at each
+    version's start, and 1 ms after a version that ends with no version starting then."""
+    rows = [normalize(r) for r in reference]
+    starts = {(tuple(r[c] for c in key), r[START]) for r in rows}
+    out = collections.defaultdict(list)
+    for r in rows:
+        k, values = tuple(r[c] for c in key), tuple(r[c] for c in data)
+        out[k].append((r[START], False, values))
+        if not r[ACTIVE] and (k, r[END] + ONE_MS) not in starts:
+            out[k].append((r[END] + ONE_MS, True, values))
+    return {k: sorted(p) for k, p in out.items()}
+
+
+def check_versions(events: list[dict], references: dict[int, list[dict]], key: list[str], data: list[str]) -> None:
+    """One event per version a transaction brought: a key's insert, update_to and delete events
+    of transaction v, by valid time, are the key's history as the reference has it after v, from
+    the first of them on (late versions included: the points after one are restated)."""
+    by_txn_key = collections.defaultdict(list)
+    for e in events:
+        if e["_hist_event"] != UPDATE_FROM:
+            by_txn_key[(e["_hist_trans_id"], tuple(e[c] for c in key))].append(e)
+    for (txn, k), evs in by_txn_key.items():
+        got = sorted((e["_hist_valid_time"], e["_hist_event"] == DELETE, tuple(e[c] for c in data)) for e in evs)
+        history = points(references[txn], key, data).get(k, [])
+        later = [p for p in history if p[0] >= got[0][0]] if got[0][0] is not None else []
+        if later:
+            assert got == later, f"transaction {txn}, key {k}"
+        else:  # the transaction took the key's latest points back: one event, to its last state
+            assert len(got) == 1 and got[0][1] == (not history or history[-1][1]), f"transaction {txn}, key {k}"
+            assert got[0][1] or got[0][2] == history[-1][2], f"transaction {txn}, key {k}"
 
 
 def check_core(core: list[dict], events: list[dict], table: str) -> None:
@@ -175,11 +209,13 @@ def test_random_streams_replay_to_the_reference_and_the_time_travel_answers(
         add_changes(project, name)
         reference: list = []
         expected: dict[int, dict] = {}
+        references: dict[int, list] = {}
         for i, b in enumerate(batches):
             padded = dataclasses.replace(pad(b, columns), author=f"user{i}")
             case.land(padded)
             run(project, name)
             reference = apply_batch(reference, padded)
+            references[case.transactions()[-1]["txn_id"]] = reference
             expected[case.transactions()[-1]["txn_id"]] = reference_state(reference, key, data)
 
         # Cleanup before the middle transaction: PURGE exactly for the keys whose versions it removed.
@@ -200,6 +236,7 @@ def test_random_streams_replay_to_the_reference_and_the_time_travel_answers(
         events = read(project, f"{name}_events", "_hist_trans_id, _hist_event")
         states = read(project, f"{name}_states", "txn_id, version")
         check_events(events, txns, key)
+        check_versions(events, references, key, data)
         check_core(read(project, f"{name}_core", "trans_id, event"), events, name)
         check_chains(states, txns, key)
 
@@ -267,7 +304,8 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
     t3 = land(3, "carol", [g(T(3), gauge_id=3, label="z", level=0.0)], deletes=[(2, T(3))])
     t4 = land(4, "dave", [g(T(4), gauge_id=2, label="c", level=3.0)])
     # A late version of gauge 1 (valid before its current one) changes the past, not the current state.
-    # The batch re-sends the version after it, unchanged: the merge rewrites that row, no event.
+    # The batch re-sends the version after it, unchanged. Both are events: the late version's own,
+    # and the one after it restated, since the late version rewrote its previous values.
     late = [g(T(1.5), T(2) - ONE_MS, gauge_id=1, label="late", level=None), g(T(2), gauge_id=1, label="a", level=2.0)]
     t5 = land(5, "erin", late)
 
@@ -283,7 +321,7 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
             "_hist_valid_time": naive(valid),
         }
 
-    assert read(project, "gauge_events", "_hist_trans_id, gauge_id, _hist_event") == [
+    assert read(project, "gauge_events", "_hist_trans_id, gauge_id, _hist_valid_time, _hist_event") == [
         event(t1, INSERT, 1, "a", None, T(1)),
         event(t1, INSERT, 2, "b", 1.5, T(1)),
         event(t2, UPDATE_FROM, 1, "a", None, T(2)),
@@ -293,12 +331,16 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
         event(t3, DELETE, 2, None, 1.5, T(3) + ONE_MS),
         event(t3, INSERT, 3, "z", 0.0, T(3)),
         event(t4, INSERT, 2, "c", 3.0, T(4)),
+        event(t5, UPDATE_FROM, 1, "a", None, T(1.5)),
+        event(t5, UPDATE_TO, 1, "late", None, T(1.5)),
+        event(t5, UPDATE_FROM, 1, "late", None, T(2)),
+        event(t5, UPDATE_TO, 1, "a", 2.0, T(2)),
     ]
-    assert t5["versions_opened"] > 0  # the late version was applied, and made no event
 
     changes = project.rows(
         project.compile_inline(
-            "select * from {{ lakehistory.column_changes(ref('gauge_events')) }} order by txn_id, gauge_id, column_name"
+            "select * from {{ lakehistory.column_changes(ref('gauge_events')) }}"
+            " order by txn_id, gauge_id, valid_time, column_name"
         )
     )
     assert [
@@ -317,7 +359,11 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
         (t3["txn_id"], "insert", "carol", 3, "level", None, "0.0"),
         (t4["txn_id"], "insert", "dave", 2, "label", None, "c"),
         (t4["txn_id"], "insert", "dave", 2, "level", None, "3.0"),
+        (t5["txn_id"], "update", "erin", 1, "label", "a", "late"),  # the late version, at T(1.5)
+        (t5["txn_id"], "update", "erin", 1, "label", "late", "a"),  # the version after it, restated
+        (t5["txn_id"], "update", "erin", 1, "level", None, "2.0"),
     ]
+    assert [normalize(c)["valid_time"] for c in changes[-3:]] == [naive(T(1.5)), naive(T(2)), naive(T(2))]
     assert normalize(changes[4])["changed_at"] == t2["started_at"]
     # A time range: [t2, t3) holds bob's transaction only.
     window = project.rows(

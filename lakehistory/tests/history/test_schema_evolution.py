@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from history_case import HistoryCase, T, batch, normalize, version
+from history_case import HistoryCase, T, batch, naive, normalize, version
 from hx_case import add_hx, add_main
 
 from harness import DbtProject, copy_project, unique_schema
@@ -65,24 +65,26 @@ def test_added_and_dropped_columns_reach_hx_events_states_and_the_main_table(cas
     hx = rows(case, "gauge_hx", "gauge_hx_id")
     assert hx[:2] == [{**r, "unit": None} for r in hx_before]
     assert [(r["gauge_hx_id"], r["gauge_id"], r["label"], r["level"], r["unit"], r["mod_time"]) for r in hx[2:]] == [
-        (3, 1, None, 1.0, "m", T(2).replace(tzinfo=None)),
-        (4, 2, None, 2.0, "m", T(2).replace(tzinfo=None)),
-        (5, 1, None, 3.0, "cm", T(3).replace(tzinfo=None)),
+        (3, 1, None, 1.0, "m", naive(T(2))),
+        (4, 2, None, 2.0, "m", naive(T(2))),
+        (5, 1, None, 3.0, "cm", naive(T(3))),
     ]
     assert {r["txn_id"] for r in hx[2:]} == {txn}
 
     # Events and states carry the new column from this transaction on (NULL before it).
-    events = rows(case, "gauge_events", "_hist_trans_id, gauge_id, _hist_event")
+    events = rows(case, "gauge_events", "_hist_trans_id, gauge_id, _hist_valid_time, _hist_event")
     assert "unit" in columns(case, "gauge_events")
     assert [
-        (e["gauge_id"], e["_hist_event"], e["label"], e["level"], e["unit"])
+        (e["gauge_id"], e["_hist_valid_time"], e["_hist_event"], e["label"], e["level"], e["unit"])
         for e in events
         if e["_hist_trans_id"] == txn
     ] == [
-        (1, UPDATE_FROM, "a", 1.0, None),
-        (1, UPDATE_TO, None, 3.0, "cm"),
-        (2, UPDATE_FROM, "b", 2.0, None),
-        (2, UPDATE_TO, None, 2.0, "m"),
+        (1, naive(T(2)), UPDATE_FROM, "a", 1.0, None),  # the copy at T(2), one event per version
+        (1, naive(T(2)), UPDATE_TO, None, 1.0, "m"),
+        (1, naive(T(3)), UPDATE_FROM, None, 1.0, "m"),
+        (1, naive(T(3)), UPDATE_TO, None, 3.0, "cm"),
+        (2, naive(T(2)), UPDATE_FROM, "b", 2.0, None),
+        (2, naive(T(2)), UPDATE_TO, None, 2.0, "m"),
     ]
     assert all(e["unit"] is None for e in events if e["_hist_trans_id"] < txn)
     states = rows(case, "gauge_states", "txn_id, gauge_id")
