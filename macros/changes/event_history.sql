@@ -11,9 +11,9 @@
                                        [from, to) (ESQL `history(table, from, to)`)
 
   Events are the changes of each key's valid-time history, one per version a transaction brings
-  (changes.sql, `_version_changes_ctes`): an insert is one row with _hist_event 1 and the new
-  values, a delete one row with 2 and the last values, an update two rows with the same
-  transaction and valid time, 3 (update_from, the old values) and 4 (update_to, the new ones).
+  (version_changes.sql): an insert is one row with _hist_event 1 and the new values, a delete one
+  row with 2 and the last values, an update two rows with the same transaction and valid time, 3
+  (update_from, the old values) and 4 (update_to, the new ones).
   _hist_time is the transaction's time (transaction time: its started_at, shared by all its
   events), _hist_valid_time when the change happened at the source (valid time). Replayed in
   (_hist_trans_id, _hist_valid_time) order, they give the table as of every transaction.
