@@ -16,17 +16,15 @@
 
   Replaying the changes in (transaction, valid time) order thus leaves every key as the table
   has it after each transaction. The reads are the rows of the touched keys live at a pending
-  version (valid_to at or after the first one, a range Delta skips files by). -#}
+  version (valid_to at or after the first one, a range Delta skips files by), in one scan; one
+  aggregate and one window (a shuffle each) then compare and chain the points. -#}
 {% macro _version_changes_ctes(history, first) %}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set columns = lakehistory.history_data_columns(history) -%}
-  {%- set rows = lakehistory.versioned(history) -%}
   {%- set lo = first if first is not none else lakehistory.end_of_time() -%}
   {%- set key_list = lakehistory._columns(keys, none) -%}
-  {%- set by_key = 'partition by `txn_id`, `after`, ' ~ key_list ~ ' order by `t`' -%}
-  {%- set last_first = 'partition by `txn_id`, `after`, ' ~ key_list ~ ' order by `t` desc' -%}
   {%- set valid_to = lakehistory.valid_to_sql('h') -%}
-  {%- set end_plus = '`_fivetran_end` + interval 1 millisecond' -%}
+  {%- set point = "named_struct('gone', `gone`, 'row', `row`)" -%}
 touched as (
     select distinct x.`txn_id`, p.`version`, {{ lakehistory._columns(keys, 'x') }}
     from (
@@ -37,81 +35,99 @@ touched as (
     inner join pending as p on x.`txn_id` = p.`txn_id`
 ),
 
-sides as (
-    -- each touched key's versions just before its transaction and just after
-    select t.`txn_id`, s.`after`, h.`_fivetran_start`, h.`_fivetran_end`, h.`_fivetran_active`,
-        {{ lakehistory._columns(keys, 'h') }}, struct({{ lakehistory._columns(columns, 'h') }}) as `row`
-    from {{ rows }} as h
+candidates as (
+    -- each touched key's versions just before its transaction (`after` false) and just after,
+    -- as points: the version's start, and after an ended version a deletion, which a version
+    -- starting at the same instant overrides (then it was superseded, not deleted)
+    select t.`txn_id`, {{ lakehistory._columns(keys, 'h') }}, s.`after`, c.`t`, c.`gone`,
+        struct({{ lakehistory._columns(columns, 'h') }}) as `row`
+    from {{ lakehistory.versioned(history) }} as h
     inner join touched as t on {{ lakehistory._join_on('h', 't', keys) }}
-    inner join (select true as `after` union all select false) as s
-        on case when s.`after` then h.`valid_from` <= t.`version` and {{ valid_to }} > t.`version`
-            else h.`valid_from` < t.`version` and {{ valid_to }} >= t.`version` end
-    where {{ valid_to }} >= {{ lo }}
+    lateral view explode(array(
+        case when h.`valid_from` <= t.`version` and {{ valid_to }} > t.`version` then true end,
+        case when h.`valid_from` < t.`version` and {{ valid_to }} >= t.`version` then false end
+    )) s as `after`
+    lateral view explode(array(
+        named_struct('t', h.`_fivetran_start`, 'gone', false),
+        case when not h.`_fivetran_active`
+            then named_struct('t', h.`_fivetran_end` + interval 1 millisecond, 'gone', true) end
+    )) p as c
+    where {{ valid_to }} >= {{ lo }} and s.`after` is not null and c is not null
 ),
 
-points as (
-    select `txn_id`, `after`, {{ key_list }}, `_fivetran_start` as `t`, false as `gone`, `row`
-    from sides
-    union all
-    -- a deletion: a version that ends with no version of the key starting 1 ms later
-    select e.`txn_id`, e.`after`, {{ lakehistory._columns(keys, 'e') }}, e.{{ end_plus }} as `t`, true as `gone`, e.`row`
-    from sides as e
-    left anti join sides as n
-        on n.`txn_id` = e.`txn_id` and n.`after` = e.`after` and {{ lakehistory._join_on('n', 'e', keys) }}
-        and n.`_fivetran_start` = e.{{ end_plus }}
-    where not e.`_fivetran_active`
+compared as (
+    -- per key and instant, its point after the transaction (`pa`) and before it (`pb`)
+    select
+        `txn_id`, {{ key_list }}, `t`,
+        coalesce(
+            any_value(case when `after` and not `gone` then {{ point }} end, true),
+            any_value(case when `after` then {{ point }} end, true)
+        ) as `pa`,
+        coalesce(
+            any_value(case when not `after` and not `gone` then {{ point }} end, true),
+            any_value(case when not `after` then {{ point }} end, true)
+        ) as `pb`
+    from candidates
+    group by `txn_id`, {{ key_list }}, `t`
 ),
 
-rewritten as (
-    -- t0: the first instant where a key's points after its transaction differ from those before
-    select coalesce(a.`txn_id`, b.`txn_id`) as `txn_id`,
-        {% for k in keys %}coalesce(a.{{ adapter.quote(k) }}, b.{{ adapter.quote(k) }}) as {{ adapter.quote(k) }}, {% endfor %}
-        min(coalesce(a.`t`, b.`t`)) as `t0`
-    from (select * from points where `after`) as a
-    full outer join (select * from points where not `after`) as b
-        on a.`txn_id` = b.`txn_id` and {{ lakehistory._join_on('a', 'b', keys) }} and a.`t` = b.`t`
-    where not (a.`gone` <=> b.`gone` and a.`row` <=> b.`row`)
-    group by 1, {% for k in keys %}{{ loop.index + 1 }}{{ ', ' if not loop.last }}{% endfor %}
+ordered as (
+    select
+        c.*,
+        -- t0: the first instant where the points after the transaction differ from those before
+        min(case when not (c.`pa` <=> c.`pb`) then c.`t` end) over w_all as `t0`,
+        last(c.`pa`, true) over w_before as `prev_pa`,
+        last(c.`pa`, true) over w_all as `last_pa`,
+        last(c.`pb`, true) over w_all as `last_pb`,
+        max(case when c.`pa` is not null then c.`t` end) over w_all as `last_pa_t`,
+        c.`t` = max(c.`t`) over w_all as `is_last`
+    from compared as c
+    window
+        w_all as (partition by c.`txn_id`, {{ lakehistory._columns(keys, 'c') }} order by c.`t`
+            rows between unbounded preceding and unbounded following),
+        w_before as (partition by c.`txn_id`, {{ lakehistory._columns(keys, 'c') }} order by c.`t`
+            rows between unbounded preceding and 1 preceding)
 ),
 
-chained as (
-    select p.*,
-        lag(`t`) over ({{ by_key }}) as `prev_t`,
-        lag(`gone`) over ({{ by_key }}) as `prev_gone`,
-        lag(`row`) over ({{ by_key }}) as `prev_row`,
-        row_number() over ({{ last_first }}) = 1 as `is_last`
-    from points as p
+marked as (
+    -- withdrawn: the transaction took back the key's latest points, none after t0 remains
+    select o.*, o.`is_last` and (o.`last_pa_t` is null or o.`last_pa_t` < o.`t0`) as `withdrawn`
+    from ordered as o
+    where o.`t0` is not null
 ),
 
 version_changes as (
     select
-        c.`txn_id`,
-        {{ lakehistory._columns(keys, 'c') }},
-        case when c.`gone` then 'delete' when c.`prev_t` is null or c.`prev_gone` then 'insert' else 'update' end as `kind`,
-        c.`t` as `valid_time`,
-        case when c.`gone` then c.`row` when c.`prev_t` is not null and not c.`prev_gone` then c.`prev_row` end as `old`,
-        case when not c.`gone` then c.`row` end as `new`
-    from chained as c
-    inner join rewritten as r on c.`txn_id` = r.`txn_id` and {{ lakehistory._join_on('c', 'r', keys) }}
-    where c.`after` and c.`t` >= r.`t0`
-
-    union all
-
-    -- a transaction that took back a key's latest points: its last state before to its last after
-    select
-        r.`txn_id`,
-        {{ lakehistory._columns(keys, 'r') }},
-        case when la.`row` is null or la.`gone` then 'delete' when lb.`row` is null or lb.`gone` then 'insert' else 'update' end,
-        case when la.`row` is not null then r.`t0` end,
-        case when lb.`row` is not null and not lb.`gone` then lb.`row` end,
-        case when la.`row` is not null and not la.`gone` then la.`row` end
-    from rewritten as r
-    left join (select * from chained where `after` and `is_last`) as la
-        on la.`txn_id` = r.`txn_id` and {{ lakehistory._join_on('la', 'r', keys) }}
-    left join (select * from chained where not `after` and `is_last`) as lb
-        on lb.`txn_id` = r.`txn_id` and {{ lakehistory._join_on('lb', 'r', keys) }}
-    where (la.`t` is null or la.`t` < r.`t0`)
-        and not ((la.`row` is null or la.`gone`) and (lb.`row` is null or lb.`gone`))
-        and not (la.`gone` <=> lb.`gone` and la.`row` <=> lb.`row`)
+        m.`txn_id`,
+        {{ lakehistory._columns(keys, 'm') }},
+        case
+            when m.`withdrawn` then
+                case
+                    when m.`last_pa` is null or m.`last_pa`.`gone` then 'delete'
+                    when m.`last_pb` is null or m.`last_pb`.`gone` then 'insert'
+                    else 'update'
+                end
+            when m.`pa`.`gone` then 'delete'
+            when m.`prev_pa` is null or m.`prev_pa`.`gone` then 'insert'
+            else 'update'
+        end as `kind`,
+        case when not m.`withdrawn` then m.`t` when m.`last_pa` is not null then m.`t0` end as `valid_time`,
+        case
+            when m.`withdrawn` then case when not m.`last_pb`.`gone` then m.`last_pb`.`row` end
+            when m.`pa`.`gone` then m.`pa`.`row`
+            when not m.`prev_pa`.`gone` then m.`prev_pa`.`row`
+        end as `old`,
+        case
+            when m.`withdrawn` then case when not m.`last_pa`.`gone` then m.`last_pa`.`row` end
+            when not m.`pa`.`gone` then m.`pa`.`row`
+        end as `new`
+    from marked as m
+    where
+        (not m.`withdrawn` and m.`pa` is not null and m.`t` >= m.`t0`)
+        or (
+            m.`withdrawn`
+            and (not coalesce(m.`last_pa`.`gone`, true) or not coalesce(m.`last_pb`.`gone`, true))
+            and not m.`last_pa` <=> m.`last_pb`
+        )
 )
 {%- endmacro %}
