@@ -100,9 +100,8 @@ from (
 {#- One row per changed column of the events recorded in [from_time, to_time) (transaction time;
     SQL timestamp expressions, none for unbounded): changed_at, txn_id, valid_time, action
     (insert, update, delete), user_name, the key columns, column_name, old_value and new_value
-    (as strings). An
-    update lists the columns whose value changed, NULL to value and value to NULL included; an
-    insert or a delete lists every non-key column. -#}
+    (as strings). An update lists the columns whose value changed, NULL to value and value to
+    NULL included; an insert or a delete lists every non-key column. -#}
 {% macro column_changes(events, from_time=none, to_time=none) %}
   {{ return(adapter.dispatch('column_changes', 'lakehistory')(events, from_time, to_time)) }}
 {% endmacro %}
