@@ -120,22 +120,34 @@ def points(reference: list[dict], key: list[str], data: list[str]) -> dict:
 
 
 def check_versions(events: list[dict], references: dict[int, list[dict]], key: list[str], data: list[str]) -> None:
-    """One event per version a transaction brought: a key's insert, update_to and delete events
-    of transaction v, by valid time, are the key's history as the reference has it after v, from
-    the first of them on (late versions included: the points after one are restated)."""
-    by_txn_key = collections.defaultdict(list)
+    """One event per point of a key's history a transaction brought: from the first instant
+    where the reference's points after the transaction differ from those before it, each point
+    after it, by valid time (a late version restates the points after it); when none is left
+    after that instant, one event to the key's last state. Keys it left as they were: none."""
+    got = collections.defaultdict(list)
     for e in events:
         if e["_hist_event"] != UPDATE_FROM:
-            by_txn_key[(e["_hist_trans_id"], tuple(e[c] for c in key))].append(e)
-    for (txn, k), evs in by_txn_key.items():
-        got = sorted((e["_hist_valid_time"], e["_hist_event"] == DELETE, tuple(e[c] for c in data)) for e in evs)
-        history = points(references[txn], key, data).get(k, [])
-        later = [p for p in history if p[0] >= got[0][0]] if got[0][0] is not None else []
-        if later:
-            assert got == later, f"transaction {txn}, key {k}"
-        else:  # the transaction took the key's latest points back: one event, to its last state
-            assert len(got) == 1 and got[0][1] == (not history or history[-1][1]), f"transaction {txn}, key {k}"
-            assert got[0][1] or got[0][2] == history[-1][2], f"transaction {txn}, key {k}"
+            k = (e["_hist_trans_id"], tuple(e[c] for c in key))
+            got[k].append((e["_hist_valid_time"], e["_hist_event"] == DELETE, tuple(e[c] for c in data)))
+    expected = {}
+    before: dict = {}
+    for txn in sorted(references):
+        after = points(references[txn], key, data)
+        for k in before.keys() | after.keys():
+            b, a = before.get(k, []), after.get(k, [])
+            was, now = {t: p for t, *p in b}, {t: p for t, *p in a}
+            differ = [t for t in was.keys() | now.keys() if was.get(t) != now.get(t)]
+            if not differ:
+                continue
+            t0 = min(differ)
+            later = [p for p in a if p[0] >= t0]
+            if later:
+                expected[(txn, k)] = later
+            elif ((a and not a[-1][1]) or (b and not b[-1][1])) and not (a and b and a[-1][1:] == b[-1][1:]):
+                gone = not a or a[-1][1]
+                expected[(txn, k)] = [(t0 if a else None, gone, (b if gone else a)[-1][2])]
+        before = after
+    assert {k: sorted(v, key=lambda p: p[0].isoformat() if p[0] else "") for k, v in got.items()} == expected
 
 
 def check_core(core: list[dict], events: list[dict], table: str) -> None:
