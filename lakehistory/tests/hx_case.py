@@ -59,3 +59,15 @@ def add_main(project: DbtProject, table: str) -> str:
     folder = project.project_dir / "models" / "under_test"
     (folder / f"{table}_main.sql").write_text(f"select * from {{{{ lakehistory.hx_current(ref('{table}_hx')) }}}}\n")
     return f"{table}_main"
+
+
+def add_derived(project: DbtProject, table: str, key: Sequence[str]) -> None:
+    """Everything a user builds on a history table: its event history, feature states, `_hx`
+    table and main table."""
+    folder = project.project_dir / "models" / "under_test"
+    folder.mkdir(parents=True, exist_ok=True)
+    append = "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
+    (folder / f"{table}_events.sql").write_text(append + f"{{{{ lakehistory.event_history(ref('{table}')) }}}}\n")
+    (folder / f"{table}_states.sql").write_text(append + f"{{{{ lakehistory.feature_states(ref('{table}')) }}}}\n")
+    add_hx(project, table, key, table)
+    add_main(project, table)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from history_case import HistoryCase, T, batch, normalize, version
-from hx_case import add_hx, add_main
+from hx_case import add_derived
 
 from harness import DbtProject, copy_project, unique_schema
 from lakehistory.history import ledger
@@ -18,7 +18,6 @@ from oracle.replay import replay_events, replay_states
 
 GAUGE = [Column("gauge_id", "bigint"), Column("label", "string"), Column("level", "double")]
 KEY, DATA = ["gauge_id"], ["label", "level"]
-EVENTS = "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
 
 
 @pytest.fixture(scope="module", params=["integer_max", "timestamp_null"])
@@ -31,11 +30,7 @@ def case(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory, request: pyt
             f.write("\nvars:\n  lakehistory_version_type: timestamp\n  lakehistory_open_end: 'null'\n")
     project.landing.mkdir()
     case = HistoryCase(project, "gauge", GAUGE, KEY)
-    models = project.project_dir / "models" / "under_test"
-    (models / "gauge_events.sql").write_text(EVENTS + "{{ lakehistory.event_history(ref('gauge')) }}\n")
-    (models / "gauge_states.sql").write_text(EVENTS + "{{ lakehistory.feature_states(ref('gauge')) }}\n")
-    add_hx(project, "gauge", KEY, "gauge")
-    add_main(project, "gauge")
+    add_derived(project, "gauge", KEY)
     return case
 
 

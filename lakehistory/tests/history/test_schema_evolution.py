@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from history_case import HistoryCase, T, batch, naive, normalize, version
-from hx_case import add_hx, add_main
+from hx_case import add_derived
 
 from harness import DbtProject, copy_project, unique_schema
 from lakehistory.landing.batch import Column, SchemaChange
@@ -19,7 +19,6 @@ from oracle.replay import UPDATE_FROM, UPDATE_TO
 GAUGE = [Column("gauge_id", "bigint"), Column("label", "string"), Column("level", "double")]
 WITH_UNIT = [*GAUGE, Column("unit", "string")]
 KEY = ["gauge_id"]
-APPEND = "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +26,7 @@ def case(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> HistoryCa
     project = DbtProject(copy_project(tmp_path_factory.mktemp("evolution")), unique_schema("evolution"))
     project.landing.mkdir()
     case = HistoryCase(project, "gauge", GAUGE, KEY)
-    models = project.project_dir / "models" / "under_test"
-    (models / "gauge_events.sql").write_text(APPEND + "{{ lakehistory.event_history(ref('gauge')) }}\n")
-    (models / "gauge_states.sql").write_text(APPEND + "{{ lakehistory.feature_states(ref('gauge')) }}\n")
-    add_hx(project, "gauge", KEY, "gauge")
-    add_main(project, "gauge")
+    add_derived(project, "gauge", KEY)
     return case
 
 
