@@ -1,59 +1,113 @@
 {#-
-  Cleanup, as a run-operation: remove the versions of a history table that no answer at or after a
-  cutoff needs, and record the removal as a transaction (operation = 'cleanup').
+  Cleanup, as a run-operation: remove what no answer at or after a cutoff needs, from every table
+  of the project or from one.
 
+      dbt run-operation lakehistory.cleanup --args '{before_version: 40}'
       dbt run-operation lakehistory.cleanup --args '{model: meta_station_history, before_version: 40}'
-      dbt run-operation lakehistory.cleanup --args '{model: meta_station_history, before: "2024-06-01 00:00:00"}'
+      dbt run-operation lakehistory.cleanup --args '{before: "2024-06-01 00:00:00"}'
 
-  A row is removed when `valid_to <= cutoff`: it belongs to no state as of the cutoff or later, so
-  every such answer stays the same, and a current row (open valid_to) is never touched. `before`
-  is a timestamp (transaction time): the cutoff is the version current at that instant.
+  The cutoff is a version (a transaction id, or with timestamp versions a transaction's start),
+  or `before`, an instant: the version current then. Without `model`, every history table is
+  cleaned, then every event history, feature states and `_hx` model (retention.sql). A history
+  table loses the rows with `valid_to <= cutoff`: they belong to no state as of the cutoff or
+  later, and a current row (open valid_to) is never touched.
 
-  The rows leave the table in one Delta commit (a DELETE, with deletion vectors). Delta keeps the
-  files of older table versions until its own VACUUM; run `REORG TABLE ... APPLY (PURGE)` and
-  `VACUUM` afterwards to reclaim the space. Emulated time travel does not depend on those files.
+  A history table's rows leave it in one Delta commit (a DELETE, with deletion vectors), recorded
+  as a transaction (operation = 'cleanup'). The models built on it read the rows a transaction
+  opened and closed, so a history table keeps every row a transaction that one of them has not
+  recorded yet still needs: its cutoff stops at the oldest of their last recorded transactions,
+  and the log says so. Delta keeps the files of older table versions until its own VACUUM; run
+  `REORG TABLE ... APPLY (PURGE)` and `VACUUM` afterwards to reclaim the space. Emulated time
+  travel does not depend on those files.
 -#}
-{% macro cleanup(model, before_version=none, before=none) %}
+{% macro cleanup(model=none, before_version=none, before=none) %}
   {{ return(adapter.dispatch('cleanup', 'lakehistory')(model, before_version, before)) }}
 {% endmacro %}
 
-{% macro default__cleanup(model, before_version=none, before=none) %}
+{% macro default__cleanup(model=none, before_version=none, before=none) %}
   {%- if (before_version is none) == (before is none) -%}
-    {{ exceptions.raise_compiler_error("cleanup: give exactly one of before_version (a transaction id) or before (a timestamp)") }}
+    {{ exceptions.raise_compiler_error("cleanup: give exactly one of before_version (a version) or before (a timestamp)") }}
   {%- endif -%}
-  {%- set node = lakehistory.history_nodes() | selectattr('name', 'equalto', model) | first -%}
-  {%- if node is not defined or node is none -%}
-    {{ exceptions.raise_compiler_error("cleanup: " ~ model ~ " is not a history table of this project (incremental_strategy='fivetran_history')") }}
+  {%- set cutoff = lakehistory._cleanup_cutoff(before_version, before) -%}
+  {%- set removed = namespace(rows=0) -%}
+  {%- if model is none -%}
+    {%- for node in lakehistory.history_nodes() -%}
+      {%- set removed.rows = removed.rows + lakehistory._cleanup_history(node, cutoff) -%}
+    {%- endfor -%}
+    {%- for node in lakehistory._derived_nodes() -%}
+      {%- set removed.rows = removed.rows + lakehistory._cleanup_derived(node, cutoff) -%}
+    {%- endfor -%}
+    {{ return(removed.rows) }}
   {%- endif -%}
-  {%- set target = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) -%}
+  {%- set history = lakehistory.history_nodes() | selectattr('name', 'equalto', model) | first -%}
+  {%- if history is defined and history is not none -%}
+    {{ return(lakehistory._cleanup_history(history, cutoff)) }}
+  {%- endif -%}
+  {%- for node in lakehistory._derived_nodes() if node.name == model -%}
+    {{ return(lakehistory._cleanup_derived(node, cutoff)) }}
+  {%- endfor -%}
+  {{ exceptions.raise_compiler_error("cleanup: " ~ model ~ " is not a history table (incremental_strategy='fivetran_history'), an event history, feature states or an _hx model of this project") }}
+{% endmacro %}
+
+
+{#- The cutoff as a transaction id: the last transaction at or before the version (or instant) asked for. -#}
+{% macro _cleanup_cutoff(before_version, before) %}
   {%- set transactions = lakehistory.ensure_transactions_table() -%}
-  {%- set last = run_query("select coalesce(max(txn_id), 0) from " ~ transactions).rows[0][0] | int -%}
   {%- if before is not none -%}
-    {%- set instant = modules.datetime.datetime.fromisoformat(before | string) -%}
-    {%- set cutoff = lakehistory.version_at("timestamp'" ~ instant.isoformat(sep=' ') ~ "'") -%}
+    {%- set instant = modules.datetime.datetime.fromisoformat(before | string).isoformat(sep=' ') -%}
+    {%- set where = "`committed_at` <= timestamp'" ~ instant ~ "'" -%}
   {%- elif lakehistory.version_type() == 'integer' -%}
-    {%- set cutoff = before_version | int -%}
-    {%- if cutoff > last -%}
-      {{ exceptions.raise_compiler_error("cleanup: version " ~ cutoff ~ " is after the last transaction " ~ last) }}
+    {%- set last = run_query("select coalesce(max(`txn_id`), 0) from " ~ transactions).rows[0][0] | int -%}
+    {%- if before_version | int > last -%}
+      {{ exceptions.raise_compiler_error("cleanup: version " ~ before_version ~ " is after the last transaction " ~ last) }}
     {%- endif -%}
+    {{ return(before_version | int) }}
   {%- else -%}
-    {%- set cutoff = "timestamp'" ~ modules.datetime.datetime.fromisoformat(before_version | string).isoformat(sep=' ') ~ "'" -%}
+    {%- set instant = modules.datetime.datetime.fromisoformat(before_version | string).isoformat(sep=' ') -%}
+    {%- set where = "`started_at` <= timestamp'" ~ instant ~ "'" -%}
   {%- endif -%}
+  {{ return(run_query("select coalesce(max(`txn_id`), 0) from " ~ transactions ~ " where " ~ where).rows[0][0] | int) }}
+{% endmacro %}
+
+
+{#- A transaction's version as SQL: its id, or with timestamp versions its start. -#}
+{% macro _version_of_txn(txn_id) %}
+  {%- if lakehistory.version_type() == 'integer' -%}{{ return(txn_id | int) }}{%- endif -%}
+  {%- set text = run_query("select date_format(`started_at`, 'yyyy-MM-dd HH:mm:ss.SSSSSS') from "
+      ~ lakehistory.transactions_relation() ~ " where `txn_id` = " ~ (txn_id | int)).rows[0][0] -%}
+  {{ return("timestamp'" ~ text ~ "'") }}
+{% endmacro %}
+
+
+{#- One history table: its versions closed at or before transaction `cutoff`, or before the
+    oldest transaction a model built on it still has to record. -#}
+{% macro _cleanup_history(node, cutoff) %}
+  {%- set model = node.name -%}
+  {%- set target = lakehistory._built_relation(node) -%}
+  {%- if target is none -%}
+    {{ log("cleanup: " ~ model ~ " is not built; nothing to do", info=true) }}
+    {{ return(0) }}
+  {%- endif -%}
+  {%- set transactions = lakehistory.ensure_transactions_table() -%}
+  {%- set horizon = lakehistory._cleanup_horizon(node, cutoff) -%}
+  {%- set version = lakehistory._version_of_txn(horizon) if horizon > 0 else none -%}
   {#- The versions no answer at or after the cutoff needs (an append-only table: superseded rows). -#}
-  {%- if lakehistory.append_only() -%}
+  {%- if version is none -%}
+    {%- set doomed = "select * from " ~ target ~ " where false" -%}
+  {%- elif lakehistory.append_only() -%}
     {%- set versions = lakehistory.history_keys(target) + ['_fivetran_start'] -%}
     {%- set doomed -%}
       select {{ lakehistory._columns(versions, none) }}, `valid_from` from (
           select *, lead(`valid_from`) over (partition by {{ lakehistory._columns(versions, none) }} order by `valid_from`) as `_lh_next`
           from {{ target }}
-      ) where `_lh_next` <= {{ cutoff }}
+      ) where `_lh_next` <= {{ version }}
     {%- endset -%}
   {%- else -%}
-    {%- set doomed = "select * from " ~ target ~ " where `valid_to` <= " ~ cutoff -%}
+    {%- set doomed = "select * from " ~ target ~ " where `valid_to` <= " ~ version -%}
   {%- endif -%}
   {%- set purged = run_query("select count(*) from (" ~ doomed ~ ")").rows[0][0] | int -%}
   {%- if purged == 0 -%}
-    {{ log("cleanup: " ~ model ~ " holds no version closed at or before transaction " ~ cutoff ~ "; nothing to do", info=true) }}
+    {{ log("cleanup: " ~ model ~ " holds no version closed at or before transaction " ~ horizon ~ "; nothing to do", info=true) }}
     {{ return(0) }}
   {%- endif -%}
   {#- The keys whose versions go, for the feature states' PURGE (feature_states.sql). Written
@@ -75,7 +129,7 @@
     on {{ lakehistory._join_on('t', 'd', versions) }} and t.`valid_from` = d.`valid_from`
     when matched then delete
     {%- else %}
-    delete from {{ target }} where `valid_to` <= {{ cutoff }}
+    delete from {{ target }} where `valid_to` <= {{ version }}
     {%- endif %}
   {%- endset -%}
   {%- do statements.append(remove) -%}
@@ -91,7 +145,7 @@
         null,
         current_user(),
         'lakehistory.cleanup',
-        {{ lakehistory._text('versions closed at or before version ' ~ cutoff ~ ' removed') }},
+        {{ lakehistory._text('versions closed at or before transaction ' ~ horizon ~ ' removed') }},
         system.session.lakehistory_started_at,
         current_timestamp(),
         0,
@@ -102,6 +156,6 @@
         system.session.lakehistory_delta_version
   {%- endset -%}
   {%- set txn_id = lakehistory.run_transaction(transactions, statements, record, target) -%}
-  {{ log("cleanup: removed " ~ purged ~ " version(s) of " ~ model ~ " closed at or before transaction " ~ cutoff ~ " (transaction " ~ txn_id ~ ")", info=true) }}
+  {{ log("cleanup: removed " ~ purged ~ " version(s) of " ~ model ~ " closed at or before transaction " ~ horizon ~ " (transaction " ~ txn_id ~ ")", info=true) }}
   {{ return(purged) }}
 {% endmacro %}

@@ -1,0 +1,156 @@
+"""Retention (`lakehistory.cleanup` over a whole project): the history table, its event history,
+feature states and `_hx` table, and two `_hx` tables below it in a history-foreign-key chain
+(site <- sensor <- reading), cleaned at one cutoff.
+
+Which rows go is written out by hand; that nothing else changes is checked by reading every table
+as of every transaction from the cutoff on, before and after, with the plain-Python readings
+(the `_hx` rule of docs/hx-tables.md, oracle.replay for events and states)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from history_case import HistoryCase, T, batch, version
+from hx_case import add_derived, add_hx
+
+from harness import DbtProject, copy_project, unique_schema
+from lakehistory.landing.batch import Column
+from oracle.replay import replay_events, replay_states
+
+SITE = [Column("site_id", "bigint"), Column("name", "string")]
+SENSOR = [Column("sensor_id", "bigint"), Column("site_id", "bigint"), Column("val", "bigint")]
+READING = [Column("reading_id", "bigint"), Column("sensor_id", "bigint"), Column("note", "string")]
+HX = {"site": "site_hx_id", "sensor": "sensor_hx_id", "reading": "reading_hx_id"}
+KEYS = {"site": "site_id", "sensor": "sensor_id", "reading": "reading_id"}
+
+
+@pytest.fixture(scope="module")
+def project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    project = DbtProject(copy_project(tmp_path_factory.mktemp("retention")), unique_schema("retention"))
+    project.landing.mkdir()
+    return project
+
+
+def rows(project: DbtProject, name: str) -> list[dict]:
+    return project.rows(f"select * from {{schema}}.`{name}`")
+
+
+def hx_readings(hx_rows: list[dict], table: str, txns: list[int]) -> dict:
+    """Per (key, time, transaction): the id of the row the `_hx` table reads as of then, at every
+    mod_time the table holds: the greatest (mod_time, id) at or before it, recorded by then."""
+    key, hx_id = KEYS[table], HX[table]
+    times = sorted({r["mod_time"] for r in hx_rows})
+    readings = {}
+    for k in {r[key] for r in hx_rows}:
+        for t in times:
+            for v in txns:
+                known = [r for r in hx_rows if r[key] == k and r["mod_time"] <= t and r["txn_id"] <= v]
+                if known:
+                    readings[(k, t, v)] = max(known, key=lambda r: (r["mod_time"], r[hx_id]))[hx_id]
+    return readings
+
+
+def cleanup(project: DbtProject, **args) -> None:
+    project.run_ok("run-operation", "lakehistory.cleanup", "--args", json.dumps(args))
+
+
+def test_cleanup_keeps_every_answer_from_the_cutoff_on_and_every_history_foreign_key(project: DbtProject) -> None:
+    site = HistoryCase(project, "site", SITE, ["site_id"])
+    sensor = HistoryCase(project, "sensor", SENSOR, ["sensor_id"])
+    reading = HistoryCase(project, "reading", READING, ["reading_id"])
+    add_derived(project, "site", ["site_id"])
+    add_hx(project, "sensor", ["sensor_id"], "sensor", [(["site_id"], "site")])
+    add_hx(project, "reading", ["reading_id"], "reading", [(["sensor_id"], "sensor")])
+
+    def build() -> None:
+        project.run_ok("run", "--select", "under_test")
+
+    # Round 1: two sites, a sensor on each, a reading of sensor 10.
+    site.land(batch("site", SITE, "site_id", 1, "ann", [version(T(1), site_id=1, name="a"), version(T(1), site_id=2, name="b")]))
+    sensor.land(
+        batch("sensor", SENSOR, "sensor_id", 1, "ann",
+              [version(T(2), sensor_id=10, site_id=1, val=100), version(T(2), sensor_id=11, site_id=2, val=110)])
+    )  # fmt: skip
+    reading.land(batch("reading", READING, "reading_id", 1, "ann", [version(T(3), reading_id=100, sensor_id=10, note="n")]))
+    build()
+    # Round 2: both sites and both sensors corrected (the same start, other values).
+    site.land(batch("site", SITE, "site_id", 2, "bo", [version(T(1), site_id=1, name="A"), version(T(1), site_id=2, name="B")]))
+    sensor.land(
+        batch("sensor", SENSOR, "sensor_id", 2, "bo",
+              [version(T(2), sensor_id=10, site_id=1, val=101), version(T(2), sensor_id=11, site_id=2, val=111)])
+    )  # fmt: skip
+    build()
+    cutoff = max(t["txn_id"] for t in site.transactions() + sensor.transactions())
+    # Round 3, after the cutoff: site 1 and sensor 10 change again.
+    site.land(batch("site", SITE, "site_id", 3, "cy", [version(T(4), site_id=1, name="A2")]))
+    sensor.land(batch("sensor", SENSOR, "sensor_id", 3, "cy", [version(T(5), sensor_id=10, site_id=1, val=102)]))
+    build()
+
+    names = ["site_hx", "sensor_hx", "reading_hx", "site_events", "site_states"]
+    before = {name: rows(project, name) for name in names}
+    txns = sorted({r["txn_id"] for r in before["site_hx"] + before["sensor_hx"] + before["reading_hx"]})
+    later = [v for v in txns if v >= cutoff]
+    assert len(later) >= 3, "transactions after the cutoff to read as of"
+
+    cleanup(project, before_version=cutoff)
+    after = {name: rows(project, name) for name in names}
+
+    # What goes, by hand. Sites 1 and 2 are rows 1, 2 (round 1) and 3, 4 (the corrections);
+    # sensors 10 and 11 rows 1, 2 and 3, 4. Sensor row 2 (11, val 110) is superseded and nothing
+    # points at it; once it is gone, nothing points at site row 2 either. Sensor row 1 and site
+    # row 1 are superseded too, but reading row 1 points at sensor row 1, which points at site row 1.
+    def ids(name: str, table: str, keep: list[dict]) -> set[int]:
+        return {r[HX[table]] for r in before[name]} - {r[HX[table]] for r in keep}
+
+    assert ids("site_hx", "site", after["site_hx"]) == {2}
+    assert ids("sensor_hx", "sensor", after["sensor_hx"]) == {2}
+    assert ids("reading_hx", "reading", after["reading_hx"]) == set()
+    # Events and states: each site's round-1 entry goes; the corrections (its last at the cutoff) stay.
+    s1 = min(t["txn_id"] for t in site.transactions())
+    assert sorted((r["site_id"], r["_hist_event"]) for r in before["site_events"] if r not in after["site_events"]) == [
+        (1, 1),
+        (2, 1),
+    ]
+    assert all(r["_hist_trans_id"] == s1 for r in before["site_events"] if r not in after["site_events"])
+    assert sorted((r["site_id"], r["version"]) for r in before["site_states"] if r not in after["site_states"]) == [
+        (1, 1),
+        (2, 1),
+    ]
+
+    # Every history foreign key still finds its parent row.
+    site_ids = {r["site_hx_id"] for r in after["site_hx"]}
+    sensor_ids = {r["sensor_hx_id"] for r in after["sensor_hx"]}
+    assert {r["site_hx_id"] for r in after["sensor_hx"]} <= site_ids
+    assert {r["sensor_hx_id"] for r in after["reading_hx"]} <= sensor_ids
+
+    # Every answer as of the cutoff or later is the same.
+    for table in ("site", "sensor", "reading"):
+        name = f"{table}_hx"
+        assert hx_readings(after[name], table, later) == hx_readings(before[name], table, later), name
+    data = ["site_id", "name"]
+    for v in later:
+        assert replay_events(after["site_events"], ["site_id"], data, v) == replay_events(
+            before["site_events"], ["site_id"], data, v
+        ), f"events as of {v}"
+        assert replay_states(after["site_states"], ["site_id"], data, v) == replay_states(
+            before["site_states"], ["site_id"], data, v
+        ), f"states as of {v}"
+
+    # A transaction the models have not recorded yet keeps the rows it closed: site 1's new
+    # version ends A2, and its events pair A2 with A3. Were the closed A2 row gone, its
+    # transaction would seem to have brought A2 as well, and the events would restate it.
+    site.land(batch("site", SITE, "site_id", 4, "di", [version(T(8), site_id=1, name="A3")]))
+    site.run()  # the history table alone
+    s4 = site.transactions()[-1]["txn_id"]
+    closed = [r for r in site.physical_rows() if r["name"] == "A2" and r["valid_to"] == s4]
+    assert len(closed) == 1
+    cleanup(project, model="site", before_version=s4)
+    assert [r for r in site.physical_rows() if r in closed] == closed, "a row the events still need was removed"
+    build()
+    events = [r for r in rows(project, "site_events") if r["_hist_trans_id"] == s4]
+    assert sorted((r["_hist_event"], r["name"]) for r in events) == [(3, "A2"), (4, "A3")]
+    # the states chain goes on from the state the first cleanup kept (version 2)
+    versions = sorted(r["version"] for r in rows(project, "site_states") if r["site_id"] == 1)
+    assert versions == list(range(2, versions[-1] + 1)) and len(versions) >= 3
