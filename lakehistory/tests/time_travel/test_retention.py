@@ -68,15 +68,25 @@ def test_cleanup_keeps_every_answer_from_the_cutoff_on_and_every_history_foreign
         project.run_ok("run", "--select", "under_test")
 
     # Round 1: two sites, a sensor on each, a reading of sensor 10.
-    site.land(batch("site", SITE, "site_id", 1, "ann", [version(T(1), site_id=1, name="a"), version(T(1), site_id=2, name="b")]))
+    site.land(
+        batch(
+            "site", SITE, "site_id", 1, "ann", [version(T(1), site_id=1, name="a"), version(T(1), site_id=2, name="b")]
+        )
+    )
     sensor.land(
         batch("sensor", SENSOR, "sensor_id", 1, "ann",
               [version(T(2), sensor_id=10, site_id=1, val=100), version(T(2), sensor_id=11, site_id=2, val=110)])
     )  # fmt: skip
-    reading.land(batch("reading", READING, "reading_id", 1, "ann", [version(T(3), reading_id=100, sensor_id=10, note="n")]))
+    reading.land(
+        batch("reading", READING, "reading_id", 1, "ann", [version(T(3), reading_id=100, sensor_id=10, note="n")])
+    )
     build()
     # Round 2: both sites and both sensors corrected (the same start, other values).
-    site.land(batch("site", SITE, "site_id", 2, "bo", [version(T(1), site_id=1, name="A"), version(T(1), site_id=2, name="B")]))
+    site.land(
+        batch(
+            "site", SITE, "site_id", 2, "bo", [version(T(1), site_id=1, name="A"), version(T(1), site_id=2, name="B")]
+        )
+    )
     sensor.land(
         batch("sensor", SENSOR, "sensor_id", 2, "bo",
               [version(T(2), sensor_id=10, site_id=1, val=101), version(T(2), sensor_id=11, site_id=2, val=111)])
