@@ -9,6 +9,7 @@ as of every transaction from the cutoff on, before and after, with the plain-Pyt
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,118 @@ def test_cleanup_keeps_every_answer_from_the_cutoff_on_and_every_history_foreign
     # the states chain goes on from the state the first cleanup kept (version 2)
     versions = sorted(r["version"] for r in rows(project, "site_states") if r["site_id"] == 1)
     assert versions == list(range(2, versions[-1] + 1)) and len(versions) >= 3
+
+
+# --- the demo ----------------------------------------------------------------------------------
+
+
+def _copy_schema(spark, source: str, target: str, folder: Path) -> None:
+    """Every Delta table of `source` (files and log copied, so their history is the same) as a
+    table of `target`: the demo stays as the other tests read it."""
+    spark.sql(f"create schema `{target}`")
+    for table in spark.catalog.listTables(source):
+        if table.tableType == "VIEW" or table.isTemporary:
+            continue
+        detail = spark.sql(f"describe detail `{source}`.`{table.name}`").first()
+        copy = folder / table.name
+        shutil.copytree(detail.location.removeprefix("file:"), copy)
+        spark.sql(f"create table `{target}`.`{table.name}` using delta location '{copy}'")
+
+
+def _differences(spark, query: str, before: str, after: str) -> int:
+    """Rows `query` gives over one schema and not the other (`{s}` is the schema)."""
+    a, b = (spark.sql(query.replace("{s}", f"`{s}`")) for s in (before, after))
+    return a.exceptAll(b).count() + b.exceptAll(a).count()
+
+
+def test_cleanup_of_the_demo_keeps_every_history_foreign_key_and_every_answer_from_the_cutoff_on(
+    demo: DbtProject, tmp_path: Path
+) -> None:
+    spark = demo.spark
+    copy = DbtProject(demo.project_dir, unique_schema("demo_cleanup"))
+    _copy_schema(spark, demo.schema, copy.schema, tmp_path / "warehouse")
+    txns = [
+        r.txn_id for r in spark.sql(f"select txn_id from `{demo.schema}`.lakehistory_transactions order by 1").collect()
+    ]
+    cutoff = txns[-2]  # the demo's two days bring few changes: clean up to the last but one
+    nodes = json.loads((demo.project_dir / "target" / "manifest.json").read_text())["nodes"].values()
+    models = {n["name"]: n for n in nodes if n["resource_type"] == "model"}
+    history = {
+        name: n["config"]["unique_key"]
+        for name, n in models.items()
+        if n["config"].get("incremental_strategy") == "fivetran_history"
+    }
+    hx = {
+        name: n["config"]["meta"]["lakehistory"]["hx"]
+        for name, n in models.items()
+        if "hx" in (n["config"]["meta"].get("lakehistory") or {})
+    }
+
+    def key_of(node: dict) -> list[str]:
+        (source,) = [history[d.split(".")[-1]] for d in node["depends_on"]["nodes"] if d.split(".")[-1] in history]
+        return [source] if isinstance(source, str) else source
+
+    def macro(name: str) -> dict[str, list[str]]:
+        return {m: key_of(n) for m, n in models.items() if f"macro.lakehistory.{name}" in n["depends_on"]["macros"]}
+
+    events, states = macro("event_history"), macro("feature_states")
+    assert history and hx and events and states
+    counts = {}
+    for name in [*history, *hx, *events, *states]:
+        counts[name] = spark.sql(f"select count(*) from `{demo.schema}`.`{name}`").first()[0]
+
+    copy.run_ok(
+        "run-operation", "lakehistory.cleanup", "--args", json.dumps({"before_version": cutoff}),
+        "--target-path", str(tmp_path / "target"),
+    )  # fmt: skip
+    removed = {
+        name: n - spark.sql(f"select count(*) from `{copy.schema}`.`{name}`").first()[0] for name, n in counts.items()
+    }
+    assert sum(removed.values()) > 0, f"the cleanup removed nothing: {removed}"
+
+    later = (
+        f"(select txn_id as v from {{s}}.lakehistory_transactions where txn_id >= {cutoff} and txn_id <= {txns[-1]})"
+    )
+    # Every history foreign key finds its parent row.
+    for name, spec in hx.items():
+        for fk in spec.get("foreign_keys") or []:
+            column = f"{hx[fk['parent']]['table']}_hx_id"
+            dangling = spark.sql(
+                f"select count(*) from `{copy.schema}`.`{name}` as c"
+                f" left anti join `{copy.schema}`.`{fk['parent']}` as p on c.`{column}` = p.`{column}`"
+                f" where c.`{column}` is not null"
+            ).first()[0]
+            assert dangling == 0, f"{name}.{column}: {dangling} row(s) point at a removed {fk['parent']} row"
+    # Every answer as of a transaction from the cutoff on is the same.
+    for name in history:
+        query = f"select v, h.* from {{s}}.`{name}` as h inner join {later} on h.valid_from <= v and h.valid_to > v"
+        assert _differences(spark, query, demo.schema, copy.schema) == 0, f"{name} as of a transaction after the cutoff"
+    for name, spec in hx.items():
+        key, id_ = ", ".join(f"`{k}`" for k in spec["key"]), f"`{spec['table']}_hx_id`"
+        on = " and ".join(f"h.`{k}` = p.`{k}`" for k in spec["key"])
+        query = (
+            f"select p.*, v, max(struct(h.mod_time, h.{id_})).{id_[1:-1]} as reading"
+            f" from (select distinct {key}, mod_time as t from `{demo.schema}`.`{name}`) as p cross join {later}"
+            f" inner join {{s}}.`{name}` as h on {on} and h.mod_time <= p.t and h.txn_id <= v"
+            f" group by all"
+        )
+        assert _differences(spark, query, demo.schema, copy.schema) == 0, (
+            f"{name} read as of a transaction after the cutoff"
+        )
+    for name, key in events.items():
+        # replay order: transaction, valid time (none last), then update_from before update_to
+        order = "struct(e._hist_trans_id, coalesce(e._hist_valid_time, timestamp'9999-12-31'), e._hist_event)"
+        query = (
+            f"select * from (select {', '.join(key)}, v, max_by(struct(e.*), {order}) as last"
+            f" from {{s}}.`{name}` as e inner join {later} on e._hist_trans_id <= v group by all)"
+            " where last._hist_event in (1, 4)"
+        )
+        assert _differences(spark, query, demo.schema, copy.schema) == 0, (
+            f"{name} replayed to a transaction after the cutoff"
+        )
+    for name, key in states.items():
+        query = (
+            f"select * from (select {', '.join(key)}, v, max_by(struct(s.*), s.version) as last"
+            f" from {{s}}.`{name}` as s inner join {later} on s.txn_id <= v group by all) where not last.deleted"
+        )
+        assert _differences(spark, query, demo.schema, copy.schema) == 0, f"{name} as of a transaction after the cutoff"
