@@ -121,19 +121,18 @@
   {%- set kind = lakehistory._derived_kind(node) -%}
   {%- if kind == 'hx' -%}
     {%- set sql = lakehistory._hx_retention_sql(node, target, c) -%}
+    {%- set what = 'superseded row(s) of ' ~ node.name ~ ' recorded at or before transaction ' ~ c -%}
   {%- else -%}
-    {%- set history = none -%}
-    {%- for h in lakehistory.history_nodes() if h.unique_id in node.depends_on.nodes -%}
-      {%- set keys = lakehistory.history_keys(api.Relation.create(database=h.database, schema=h.schema, identifier=h.alias)) -%}
-      {%- set sql = lakehistory._log_retention_sql(kind, target, keys, c) -%}
-      {%- set removed = run_query(sql).rows[0]['num_deleted_rows'] | int -%}
-      {{ log("cleanup: removed " ~ removed ~ " row(s) of " ~ node.name ~ " before its last entry per key at or before transaction " ~ c, info=true) }}
-      {{ return(removed) }}
-    {%- endfor -%}
-    {{ exceptions.raise_compiler_error("cleanup: " ~ node.name ~ " reads no history table of this project") }}
+    {%- set history = lakehistory.history_nodes() | selectattr('unique_id', 'in', node.depends_on.nodes) | first -%}
+    {%- if history is not defined or history is none -%}
+      {{ exceptions.raise_compiler_error("cleanup: " ~ node.name ~ " reads no history table of this project") }}
+    {%- endif -%}
+    {%- set keys = lakehistory.history_keys(api.Relation.create(database=history.database, schema=history.schema, identifier=history.alias)) -%}
+    {%- set sql = lakehistory._log_retention_sql(kind, target, keys, c) -%}
+    {%- set what = 'row(s) of ' ~ node.name ~ ' before its last entry per key at or before transaction ' ~ c -%}
   {%- endif -%}
   {%- set removed = run_query(sql).rows[0]['num_deleted_rows'] | int -%}
-  {{ log("cleanup: removed " ~ removed ~ " superseded row(s) of " ~ node.name ~ " recorded at or before transaction " ~ c, info=true) }}
+  {{ log("cleanup: removed " ~ removed ~ " " ~ what, info=true) }}
   {{ return(removed) }}
 {% endmacro %}
 
@@ -188,6 +187,7 @@
         {%- if references %}
         left anti join ({{ references | join(' union all ') }}) as r on h.{{ id }} = r.`_lh_ref`
         {%- endif %}
+        where h.`txn_id` <= {{ c | int }}
     ) as d
     on t.{{ id }} = d.{{ id }}
     when matched then delete
