@@ -90,11 +90,13 @@
   {%- endif -%}
   {%- set transactions = lakehistory.ensure_transactions_table() -%}
   {%- set horizon = lakehistory._cleanup_horizon(node, cutoff) -%}
-  {%- set version = lakehistory._version_of_txn(horizon) if horizon > 0 else none -%}
+  {%- if horizon == 0 -%}
+    {{ log("cleanup: " ~ model ~ " holds no version closed at or before transaction 0; nothing to do", info=true) }}
+    {{ return(0) }}
+  {%- endif -%}
+  {%- set version = lakehistory._version_of_txn(horizon) -%}
   {#- The versions no answer at or after the cutoff needs (an append-only table: superseded rows). -#}
-  {%- if version is none -%}
-    {%- set doomed = "select * from " ~ target ~ " where false" -%}
-  {%- elif lakehistory.append_only() -%}
+  {%- if lakehistory.append_only() -%}
     {%- set versions = lakehistory.history_keys(target) + ['_fivetran_start'] -%}
     {%- set doomed -%}
       select {{ lakehistory._columns(versions, none) }}, `valid_from` from (
