@@ -166,7 +166,7 @@
   {%- set hx = node.config.meta.lakehistory.hx -%}
   {%- set id = adapter.quote(hx.table ~ '_hx_id') -%}
   {%- set references = [] -%}
-  {%- for child in lakehistory._derived_nodes() if lakehistory._derived_kind(child) == 'hx' and node.unique_id in child.depends_on.nodes -%}
+  {%- for child in graph.nodes.values() if node.unique_id in (child.depends_on or {}).get('nodes', []) and lakehistory._derived_kind(child) == 'hx' -%}
     {%- set relation = lakehistory._built_relation(child) -%}
     {%- if relation is not none -%}
       {%- do references.append('select ' ~ id ~ ' as `_lh_ref` from ' ~ relation ~ ' where ' ~ id ~ ' is not null') -%}

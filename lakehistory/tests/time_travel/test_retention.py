@@ -71,30 +71,21 @@ def test_cleanup_keeps_every_answer_from_the_cutoff_on_and_every_history_foreign
     def build() -> None:
         project.run_ok("run", "--select", "under_test")
 
+    def sites_and_sensors(n: int, author: str, names: tuple[str, str], values: tuple[int, int]) -> None:
+        """Sites 1 and 2 from T(1), sensors 10 (on site 1) and 11 (on site 2) from T(2)."""
+        sites = [version(T(1), site_id=i, name=name) for i, name in zip((1, 2), names, strict=True)]
+        sensors = [version(T(2), sensor_id=10 + i, site_id=1 + i, val=val) for i, val in enumerate(values)]
+        site.land(batch("site", SITE, "site_id", n, author, sites))
+        sensor.land(batch("sensor", SENSOR, "sensor_id", n, author, sensors))
+
     # Round 1: two sites, a sensor on each, a reading of sensor 10.
-    site.land(
-        batch(
-            "site", SITE, "site_id", 1, "ann", [version(T(1), site_id=1, name="a"), version(T(1), site_id=2, name="b")]
-        )
-    )
-    sensor.land(
-        batch("sensor", SENSOR, "sensor_id", 1, "ann",
-              [version(T(2), sensor_id=10, site_id=1, val=100), version(T(2), sensor_id=11, site_id=2, val=110)])
-    )  # fmt: skip
+    sites_and_sensors(1, "ann", ("a", "b"), (100, 110))
     reading.land(
         batch("reading", READING, "reading_id", 1, "ann", [version(T(3), reading_id=100, sensor_id=10, note="n")])
     )
     build()
     # Round 2: both sites and both sensors corrected (the same start, other values).
-    site.land(
-        batch(
-            "site", SITE, "site_id", 2, "bo", [version(T(1), site_id=1, name="A"), version(T(1), site_id=2, name="B")]
-        )
-    )
-    sensor.land(
-        batch("sensor", SENSOR, "sensor_id", 2, "bo",
-              [version(T(2), sensor_id=10, site_id=1, val=101), version(T(2), sensor_id=11, site_id=2, val=111)])
-    )  # fmt: skip
+    sites_and_sensors(2, "bo", ("A", "B"), (101, 111))
     build()
     cutoff = max(t["txn_id"] for t in site.transactions() + sensor.transactions())
     # Round 3, after the cutoff: site 1 and sensor 10 change again.
