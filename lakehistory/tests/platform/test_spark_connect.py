@@ -98,8 +98,14 @@ def connect_url(lakehouse: Path, embedded: DbtProject, cluster: Cluster):
         executor_memory="1g",
         executor_cores=1,
         total_executor_cores=2,
-        # Sized for this machine's two cores, as the embedded profile is.
-        conf={"spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"},
+        # Sized for this machine's two cores and the test's few rows, as the embedded profile is
+        # in the tests (conftest.py).
+        conf={
+            "spark.sql.shuffle.partitions": "4",
+            "spark.databricks.delta.snapshotPartitions": "2",
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+        },
     )
     server = connect_server.start(settings, lakehouse / "server.log")
     url = f"sc://127.0.0.1:{port}"
