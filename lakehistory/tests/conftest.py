@@ -17,9 +17,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # The jars and Spark's log settings come from the project's local state (setup/bootstrap.sh).
     os.environ.setdefault("LAKEHISTORY_HOME", str(REPO_ROOT / ".local"))
     os.environ.pop("SPARK_REMOTE", None)  # the embedded session unless a test asks for Connect
-    # Thousands of queries over a handful of rows each: interpreting them costs less than
-    # compiling them (the profile's whole-stage codegen switch; see profiles.yml).
-    os.environ.setdefault("LAKEHISTORY_CODEGEN", "false")
+    # Thousands of queries over a handful of rows each: the engine sized for that (profiles.yml).
+    os.environ.setdefault("LAKEHISTORY_TINY_DATA", "true")
     # PySpark hands timestamps to Python in the process's time zone; the lakehouse speaks UTC.
     os.environ["TZ"] = "UTC"
     time.tzset()

@@ -99,7 +99,8 @@ def connect_url(lakehouse: Path, embedded: DbtProject, cluster: Cluster):
         executor_cores=1,
         total_executor_cores=2,
         # Sized for this machine's two cores and the test's few rows, as the embedded profile is
-        # in the tests (conftest.py).
+        # in the tests (LAKEHISTORY_TINY_DATA), but for adaptive execution: kept on, so that one
+        # test runs the project under it.
         conf={
             "spark.sql.shuffle.partitions": "4",
             "spark.databricks.delta.snapshotPartitions": "2",
