@@ -52,8 +52,5 @@ def dbt_profile_target(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "spark.databricks.delta.snapshotPartitions": "2",
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
-            # Each case runs a few queries over a few rows: interpreting them costs less than compiling.
-            "spark.sql.codegen.wholeStage": "false",
-            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
         },
     }

@@ -25,7 +25,7 @@ def engine(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Engine:
 
 
 def temporary_views(spark) -> set[str]:
-    return {t.name for t in spark.catalog.listTables() if t.isTemporary}
+    return {r.tableName for r in spark.sql("show tables").collect() if r.isTemporary}
 
 
 def test_a_history_apply_leaves_dbt_s_session_as_it_was(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -98,15 +98,10 @@ def connect_url(lakehouse: Path, embedded: DbtProject, cluster: Cluster):
         executor_memory="1g",
         executor_cores=1,
         total_executor_cores=2,
-        # Sized for this machine's two cores and the test's few rows, as the embedded profile is
-        # in the tests (LAKEHISTORY_TINY_DATA), but for adaptive execution: kept on, so that one
-        # test runs the project under it.
-        conf={
-            "spark.sql.shuffle.partitions": "4",
-            "spark.databricks.delta.snapshotPartitions": "2",
-            "spark.sql.codegen.wholeStage": "false",
-            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-        },
+        # Sized for this machine's two cores, as the embedded profile is. Code generation and
+        # adaptive execution stay on (the tests' embedded session turns them off: conftest.py), so
+        # the project is also tested as a cluster runs it.
+        conf={"spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"},
     )
     server = connect_server.start(settings, lakehouse / "server.log")
     url = f"sc://127.0.0.1:{port}"
