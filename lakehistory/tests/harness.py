@@ -123,6 +123,13 @@ class DbtProject:
         ]
 
 
+def stored_tables(spark: Any, schema: str) -> list[str]:
+    """The tables of a schema, its views and the session's temporary views left out. Read with
+    SHOW, not `spark.catalog.listTables`, which the tests' interpreted mode cannot decode."""
+    views = {r.viewName for r in spark.sql(f"show views in `{schema}`").collect()}  # temporary ones too
+    return [r.tableName for r in spark.sql(f"show tables in `{schema}`").collect() if r.tableName not in views]
+
+
 def describe_failure(result: dbtRunnerResult) -> str:
     if result.exception is not None:
         return f"{type(result.exception).__name__}: {result.exception}"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import DbtProject, copy_project, unique_schema
+from harness import DbtProject, copy_project, stored_tables, unique_schema
 
 SEED = "seeds/platform_variables_seed.csv"
 
@@ -125,9 +125,7 @@ def test_snapshot_records_each_change_with_contiguous_validity(builds: dict) -> 
 
 def test_every_table_is_delta(builds: dict) -> None:
     project = builds["project"]
-    spark, schema = project.spark, project.schema
-    views = {r.viewName for r in spark.sql(f"show views in `{schema}`").collect()}
-    tables = [r.tableName for r in spark.sql(f"show tables in `{schema}`").collect() if r.tableName not in views]
+    tables = stored_tables(project.spark, project.schema)
     assert set(tables) >= {
         "platform_variables_seed",
         "platform_variables",

@@ -19,7 +19,7 @@ import pytest
 from history_case import HistoryCase, T, batch, version
 from hx_case import add_derived, add_hx
 
-from harness import DbtProject, copy_project, unique_schema
+from harness import DbtProject, copy_project, stored_tables, unique_schema
 from lakehistory.landing.batch import Column
 from oracle.replay import replay_events, replay_states
 
@@ -168,10 +168,7 @@ def _copy_schema(spark, source: str, target: str, folder: Path) -> None:
     """Every Delta table of `source` (files and log copied, so their history is the same) as a
     table of `target`: the demo stays as the other tests read it."""
     spark.sql(f"create schema `{target}`")
-    views = {r.viewName for r in spark.sql(f"show views in `{source}`").collect()}  # temporary ones too
-    for name in (r.tableName for r in spark.sql(f"show tables in `{source}`").collect()):
-        if name in views:
-            continue
+    for name in stored_tables(spark, source):
         detail = spark.sql(f"describe detail `{source}`.`{name}`").first()
         copy = folder / name
         shutil.copytree(detail.location.removeprefix("file:"), copy)
