@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from harness import DEMO_CONFIG, DEMO_EXTRACTS, REPO_ROOT, DbtProject, copy_project, unique_schema
+from harness import (
+    DEMO_CONFIG,
+    DEMO_EXTRACTS,
+    JIT_FOR_SHORT_QUERIES,
+    REPO_ROOT,
+    DbtProject,
+    copy_project,
+    unique_schema,
+)
 from lakehistory_tools.generator import generate
 
 
@@ -19,6 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.pop("SPARK_REMOTE", None)  # the embedded session unless a test asks for Connect
     # Thousands of queries over a handful of rows each: the engine sized for that (profiles.yml).
     os.environ.setdefault("LAKEHISTORY_TINY_DATA", "true")
+    os.environ.setdefault("LAKEHISTORY_JAVA_OPTIONS", JIT_FOR_SHORT_QUERIES)
     # PySpark hands timestamps to Python in the process's time zone; the lakehouse speaks UTC.
     os.environ["TZ"] = "UTC"
     time.tzset()

@@ -46,6 +46,7 @@ def test_a_cluster_master_with_executor_settings_shared_warehouse_and_metastore(
                 *("--conf", "spark.hadoop.hive.metastore.uris=thrift://metastore:9083"),
                 *("--conf", "spark.sql.session.timeZone=UTC"),
                 *("--conf", "spark.driver.host=driver.internal"),
+                *("--conf", "spark.driver.extraJavaOptions=-XX:+UseParallelGC"),
             ]
         )
     )
@@ -61,6 +62,9 @@ def test_a_cluster_master_with_executor_settings_shared_warehouse_and_metastore(
     assert conf["spark.hadoop.hive.metastore.uris"] == "thrift://metastore:9083"
     assert "spark.sql.shuffle.partitions" not in conf  # the two-core sizing is for local masters only
     assert sum(part.startswith("spark.driver.host=") for part in command) == 1
+    # An operator's JVM flags join the server's own: the JVM still runs in UTC.
+    java = conf["spark.driver.extraJavaOptions"].split()
+    assert java[0] == "-Duser.timezone=UTC" and java[-1] == "-XX:+UseParallelGC", java
 
 
 @pytest.mark.parametrize("bad", ["spark.ui.enabled", "=true"])

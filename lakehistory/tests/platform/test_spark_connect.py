@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from standalone import Cluster, free_port, standalone_cluster
 
-from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
+from harness import JIT_FOR_SHORT_QUERIES, PROFILES_DIR, DbtProject, copy_project, unique_schema
 from lakehistory.platform import connect_server
 from lakehistory_tools.generator import GeneratorConfig, generate
 
@@ -100,8 +100,13 @@ def connect_url(lakehouse: Path, embedded: DbtProject, cluster: Cluster):
         total_executor_cores=2,
         # Sized for this machine's two cores, as the embedded profile is. Code generation and
         # adaptive execution stay on (the tests' embedded session turns them off: conftest.py), so
-        # the project is also tested as a cluster runs it.
-        conf={"spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"},
+        # the project is also tested as a cluster runs it; the JVMs get the tests' JIT settings.
+        conf={
+            "spark.sql.shuffle.partitions": "4",
+            "spark.databricks.delta.snapshotPartitions": "2",
+            "spark.driver.extraJavaOptions": JIT_FOR_SHORT_QUERIES,
+            "spark.executor.extraJavaOptions": JIT_FOR_SHORT_QUERIES,
+        },
     )
     server = connect_server.start(settings, lakehouse / "server.log")
     url = f"sc://127.0.0.1:{port}"

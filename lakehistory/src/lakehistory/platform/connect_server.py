@@ -32,6 +32,7 @@ from lakehistory.platform import jars
 from lakehistory.platform.paths import jar_dir, local_home
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ class ServerSettings:
     executor_cores: int | None = None
     total_executor_cores: int | None = None  # a standalone or Mesos cluster's cap for this server
     warehouse: str | None = None  # a path or URI (hdfs://, s3a://); on a cluster, shared storage
-    conf: dict[str, str] = field(default_factory=dict)  # more Spark settings; they win over ours
+    # More Spark settings; they win over ours, but driver JVM flags are added to ours (see server_conf).
+    conf: dict[str, str] = field(default_factory=dict)
 
     @property
     def local(self) -> bool:
@@ -65,7 +67,7 @@ def server_conf(settings: ServerSettings) -> dict[str, str]:
         "spark.sql.sources.default": "delta",
         "spark.sql.warehouse.dir": settings.warehouse or str(lakehouse / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={lakehouse}/metastore_db;create=true",
-        "spark.driver.extraJavaOptions": (
+        DRIVER_JAVA_OPTIONS: (
             # UTC, or Delta rebuilds a small table's state after every commit to check it
             f"-Duser.timezone=UTC -Dderby.system.home={lakehouse}"
             f" -Dlog4j2.configurationFile={local_home() / 'log4j2.properties'}"
@@ -80,7 +82,10 @@ def server_conf(settings: ServerSettings) -> dict[str, str]:
         # Sized for two cores in one JVM; on a cluster Spark's defaults (adaptive execution
         # coalesces the shuffle partitions) fit the executors better.
         conf |= {"spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"}
-    return conf | settings.conf
+    # An operator's JVM flags (a JIT or GC setting) join ours: without the time zone and the
+    # metastore's home the server would run, but slower and with its Derby files elsewhere.
+    own = settings.conf.get(DRIVER_JAVA_OPTIONS)
+    return conf | settings.conf | ({DRIVER_JAVA_OPTIONS: f"{conf[DRIVER_JAVA_OPTIONS]} {own}"} if own else {})
 
 
 def server_command(settings: ServerSettings) -> list[str]:

@@ -383,9 +383,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     memory = memory_rows(meter.samples)
     driver, partitions = spark.conf.get("spark.driver.memory", "?"), spark.conf.get("spark.sql.shuffle.partitions")
     codegen, adaptive = spark.conf.get("spark.sql.codegen.wholeStage"), spark.conf.get("spark.sql.adaptive.enabled")
+    expressions = spark.conf.get("spark.sql.codegen.factoryMode")  # NO_CODEGEN: interpreted (tiny-data mode)
     notes = [
         f"driver memory setting {driver}; local[2]; {partitions} shuffle partitions;"
-        f" whole-stage codegen {codegen}; adaptive execution {adaptive}",
+        f" whole-stage codegen {codegen}; expression codegen {expressions}; adaptive execution {adaptive};"
+        f" JVM flags {os.environ.get('LAKEHISTORY_JAVA_OPTIONS') or 'none of ours'}",
         f"largest scale run: {scale_text(largest)} history rows, {scale_text(args.fk_children)} x"
         f" {scale_text(args.fk_parents)} history FKs; peak JVM heap of all steps"
         f" {max(m['heap_peak_mib'] for m in memory):.0f} MiB",
