@@ -25,9 +25,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILES_DIR = REPO_ROOT / "integration_tests"
 
 # The JIT of the tests' JVMs (LAKEHISTORY_JAVA_OPTIONS, profiles.yml): a test process runs thousands
-# of different small queries, and its C2 compiler kept half a core busy on code that then ran a few
-# thousand times. Three times Java's thresholds before C2 compiles a method cut a tenth off a test
-# run; six times, or no C2 at all, made it slower (README, Development).
+# of different small queries, and its JVM spent 84 s compiling in its first 95 s, much of it on code
+# that then ran a few thousand times. Three times Java's call counts before C2 compiles a method cut
+# a tenth off a test run; six times, or no C2 at all, made it slower (README, Development).
 JIT_FOR_SHORT_QUERIES = (
     "-XX:Tier4InvocationThreshold=15000 -XX:Tier4MinInvocationThreshold=6000"
     " -XX:Tier4CompileThreshold=30000 -XX:Tier4BackEdgeThreshold=120000"
