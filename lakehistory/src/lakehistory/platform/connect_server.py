@@ -84,8 +84,10 @@ def server_conf(settings: ServerSettings) -> dict[str, str]:
         conf |= {"spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"}
     # An operator's JVM flags (a JIT or GC setting) join ours: without the time zone and the
     # metastore's home the server would run, but slower and with its Derby files elsewhere.
-    own = settings.conf.get(DRIVER_JAVA_OPTIONS)
-    return conf | settings.conf | ({DRIVER_JAVA_OPTIONS: f"{conf[DRIVER_JAVA_OPTIONS]} {own}"} if own else {})
+    merged = conf | settings.conf
+    if own := settings.conf.get(DRIVER_JAVA_OPTIONS):
+        merged[DRIVER_JAVA_OPTIONS] = f"{conf[DRIVER_JAVA_OPTIONS]} {own}"
+    return merged
 
 
 def server_command(settings: ServerSettings) -> list[str]:
