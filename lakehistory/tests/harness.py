@@ -26,8 +26,9 @@ PROFILES_DIR = REPO_ROOT / "integration_tests"
 
 # The JIT of the tests' JVMs (LAKEHISTORY_JAVA_OPTIONS, profiles.yml): a test process runs thousands
 # of different small queries, and its JVM spent 84 s compiling in its first 95 s, much of it on code
-# that then ran a few thousand times. Three times Java's call counts before C2 compiles a method cut
-# a tenth off a test run; six times, or no C2 at all, made it slower (README, Development).
+# that then ran a few thousand times. Three times Java's call counts before C2 compiles a method took
+# about a tenth off a test run, over two or three runs each, which is also the size of this machine's
+# run-to-run spread; no C2 at all was a third slower (README, Development).
 JIT_FOR_SHORT_QUERIES = (
     "-XX:Tier4InvocationThreshold=15000 -XX:Tier4MinInvocationThreshold=6000"
     " -XX:Tier4CompileThreshold=30000 -XX:Tier4BackEdgeThreshold=120000"
