@@ -19,8 +19,9 @@
   + 1 ms, as in the `_hx` tables), NULL if the transaction left the key no row at all (a rewind
   past its first version).
 
-  `changes` reads only the rows opened or closed by the pending transactions: two range predicates
-  on valid_from and valid_to that Delta skips files by, so its cost follows the batches.
+  `changes` reads only the rows opened or closed by the pending transactions, in one scan with a
+  range predicate on valid_to that Delta skips files by, so its cost follows the batches; one
+  aggregate then pairs each key's closed and opened rows.
 -#}
 
 {#- CTEs `pending` (the transactions after `after_txn` of `operations` on `history`) and `changes`
@@ -32,17 +33,10 @@
   {%- set columns = lakehistory.history_data_columns(history) -%}
   {%- set rows = lakehistory.versioned(history) -%}
   {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
-  {%- set same_key = lakehistory._join_on('b', 'a', keys) -%}
+  {%- set key_list = lakehistory._columns(keys, none) -%}
+  {%- set valid_to = lakehistory.valid_to_sql('h') -%}
   {#- nothing pending: every scan gets a range no row is in -#}
   {%- set lo = first if first is not none else lakehistory.end_of_time() -%}
-  {%- set unchanged = [] -%}
-  {%- for c in columns + ['_fivetran_start'] -%}
-    {%- do unchanged.append('b.' ~ adapter.quote(c) ~ ' <=> a.' ~ adapter.quote(c)) -%}
-  {%- endfor -%}
-  {%- set merged_keys = [] -%}
-  {%- for k in keys -%}
-    {%- do merged_keys.append('coalesce(a.' ~ adapter.quote(k) ~ ', b.' ~ adapter.quote(k) ~ ') as ' ~ adapter.quote(k)) -%}
-  {%- endfor -%}
 pending as (
     select
         t.`txn_id`,
@@ -60,69 +54,63 @@ pending as (
         and {{ 'true' if first is not none else 'false' }}
 ),
 
-opened as (
-    -- rows a pending transaction made part of the table
+moved as (
+    -- the rows a pending transaction opened (made part of the table) or closed (an active row
+    -- it took out), with that transaction: one scan of the rows live at a pending version
     select
         p.`txn_id`,
-        h.*
-    from {{ rows }} as h
-    inner join pending as p on h.`valid_from` = p.`version`
-    where h.`valid_from` >= {{ lo }}
-),
-
-closed as (
-    -- the active rows a pending transaction took out of the table
-    select
-        p.`txn_id`,
-        h.*
-    from {{ rows }} as h
-    inner join pending as p on h.`valid_to` = p.`version`
-    where
-        h.`_fivetran_active`
-        and h.`valid_to` >= {{ lo }}
-        and {{ lakehistory.valid_to_sql('h') }} < {{ lakehistory.end_of_time() }}
-),
-
-ended as (
-    -- when a deleted key stopped existing: its last version's end + 1 ms
-    select
-        `txn_id`,
-        {{ lakehistory._columns(keys, none) }},
-        max(`_fivetran_end`) + interval 1 millisecond as `deleted_at`
-    from opened
-    where not `_fivetran_active`
-    group by `txn_id`, {{ lakehistory._columns(keys, none) }}
+        p.`version`,
+        {{ lakehistory._columns(keys, 'm') }},
+        m.`move`.`closes`,
+        m.`_fivetran_active`,
+        m.`_fivetran_start`,
+        m.`_fivetran_end`,
+        m.`row`
+    from (
+        select
+            {{ lakehistory._columns(keys, 'h') }},
+            h.`_fivetran_active`,
+            h.`_fivetran_start`,
+            h.`_fivetran_end`,
+            struct({{ lakehistory._columns(columns, 'h') }}) as `row`,
+            e.`move`
+        from {{ rows }} as h
+        lateral view explode(array(
+            named_struct('closes', false, 'at', h.`valid_from`),
+            case when h.`_fivetran_active` and {{ valid_to }} < {{ lakehistory.end_of_time() }}
+                then named_struct('closes', true, 'at', h.`valid_to`) end
+        )) e as `move`
+        where {{ valid_to }} >= {{ lo }}
+    ) as m
+    inner join pending as p on m.`move`.`at` = p.`version`
 ),
 
 paired as (
+    -- per transaction and key: the active row it closed (b), the active row it opened (a), and
+    -- when a deleted key stopped existing (its last version's end + 1 ms)
     select
-        coalesce(a.`txn_id`, b.`txn_id`) as `txn_id`,
-        {{ merged_keys | join(',\n        ') }},
-        case
-            when b.`txn_id` is null then 'insert'
-            when a.`txn_id` is null then 'delete'
-            else 'update'
-        end as `kind`,
-        a.`_fivetran_start` as `new_start`,
-        case when b.`txn_id` is not null then struct({{ lakehistory._columns(columns, 'b') }}) end as `old`,
-        case when a.`txn_id` is not null then struct({{ lakehistory._columns(columns, 'a') }}) end as `new`
-    from closed as b
-    full outer join (select * from opened where `_fivetran_active`) as a
-        on b.`txn_id` = a.`txn_id` and {{ same_key }}
-    where not (b.`txn_id` is not null and a.`txn_id` is not null and {{ unchanged | join(' and ') }})
+        `txn_id`,
+        {{ key_list }},
+        any_value(case when `closes` then named_struct('start', `_fivetran_start`, 'row', `row`) end, true) as `b`,
+        any_value(case when not `closes` and `_fivetran_active`
+            then named_struct('start', `_fivetran_start`, 'row', `row`) end, true) as `a`,
+        max(case when not `closes` and not `_fivetran_active` then `_fivetran_end` end)
+            + interval 1 millisecond as `deleted_at`
+    from moved
+    group by `txn_id`, {{ key_list }}
 ),
 
 changes as (
     select
-        c.`txn_id`,
-        {{ lakehistory._columns(keys, 'c') }},
-        c.`kind`,
-        case when c.`kind` = 'delete' then e.`deleted_at` else c.`new_start` end as `valid_time`,
-        c.`old`,
-        c.`new`
-    from paired as c
-    left join ended as e
-        on c.`kind` = 'delete' and c.`txn_id` = e.`txn_id` and {{ lakehistory._join_on('c', 'e', keys) }}
+        `txn_id`,
+        {{ key_list }},
+        case when `b` is null then 'insert' when `a` is null then 'delete' else 'update' end as `kind`,
+        case when `a` is null then `deleted_at` else `a`.`start` end as `valid_time`,
+        `b`.`row` as `old`,
+        `a`.`row` as `new`
+    from paired
+    -- a key with neither (only versions closed as they came) or both alike did not change
+    where (`a` is not null or `b` is not null) and not (`a` <=> `b`)
 )
 {%- endmacro %}
 

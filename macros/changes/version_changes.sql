@@ -26,13 +26,8 @@
   {%- set valid_to = lakehistory.valid_to_sql('h') -%}
   {%- set point = "named_struct('gone', `gone`, 'row', `row`)" -%}
 touched as (
-    select distinct x.`txn_id`, p.`version`, {{ lakehistory._columns(keys, 'x') }}
-    from (
-        select `txn_id`, {{ key_list }} from opened
-        union all
-        select `txn_id`, {{ key_list }} from closed
-    ) as x
-    inner join pending as p on x.`txn_id` = p.`txn_id`
+    select distinct `txn_id`, `version`, {{ key_list }}
+    from moved
 ),
 
 candidates as (
