@@ -16,8 +16,7 @@
   {%- endif -%}
   {%- set transactions = lakehistory.ensure_transactions_table() -%}
   {%- set staged = lakehistory.staged_extract(this) -%}
-  {%- set clock = '(select max(extracted_at) from ' ~ staged ~ ')' -%}
-  {%- set day = "date_format(" ~ clock ~ ", 'yyyy-MM-dd')" -%}
+  {%- set day = "date_format(e.clock, 'yyyy-MM-dd')" -%}
   {%- set record -%}
   insert into {{ transactions }} ({{ lakehistory.transaction_columns() }})
   select
@@ -34,25 +33,24 @@
       system.session.lakehistory_started_at,
       current_timestamp(),
       e.rows_in,
-      s.opened,
-      s.closed,
+      count_if(s.dbt_valid_from = e.clock),
+      count_if(s.dbt_valid_to = e.clock),
       0,
       0,
       system.session.lakehistory_delta_version
-  from (select max(extracted_by) as author, count(*) as rows_in from {{ staged }}) as e
-  cross join (
-      select
-          count_if(dbt_valid_from = {{ clock }}) as opened,
-          count_if(dbt_valid_to = {{ clock }}) as closed
-      from {{ this }}
-  ) as s
-  where {{ clock }} is not null
+  -- the extract read once: its time is the clock of the versions this capture opened and closed
+  from (
+      select max(extracted_by) as author, count(*) as rows_in, max(extracted_at) as clock from {{ staged }}
+  ) as e
+  left join {{ this }} as s on s.dbt_valid_from = e.clock or s.dbt_valid_to = e.clock
+  where e.clock is not null
       and not exists (
           select 1 from {{ transactions }} as t
           where t.operation = 'snapshot'
               and t.history_table = {{ lakehistory._text(this) }}
               and t.batch_id = {{ day }}
       )
+  group by e.author, e.rows_in, e.clock
   {%- endset -%}
   {#- Recorded here, under the writer lock, not by the hook's own statement: see run_transaction. -#}
   {%- do lakehistory.run_transaction(transactions, [], record, this) -%}
