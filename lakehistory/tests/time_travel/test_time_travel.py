@@ -48,21 +48,22 @@ def write_model(project: DbtProject, name: str, sql: str) -> None:
 
 def as_of_answers(case: HistoryCase, versions: list[str]) -> list[list[dict]]:
     """The table as of each version (SQL literals), through lakehistory.as_of in one dbt model;
-    the last answer is lakehistory.current."""
+    the last answer is lakehistory.current. The versions are written into the model, not passed
+    as `--vars`: new vars make dbt parse the whole project again, a new model only that file."""
     name = f"{case.name}_as_of"
     write_model(
         case.project,
         name,
         f"""\
         {{{{ config(materialized='table') }}}}
-        {{% for v in var('as_of_versions', ['0']) %}}
+        {{% for v in {json.dumps(versions)} %}}
         select {{{{ loop.index0 }}}} as `_as_of`, * from {{{{ lakehistory.as_of(ref('{case.name}'), v) }}}}
         union all
         {{% endfor %}}
         select -1 as `_as_of`, * from {{{{ lakehistory.current(ref('{case.name}')) }}}}
         """,
     )
-    case.project.run_ok("run", "--select", name, vars={"as_of_versions": versions})
+    case.project.run_ok("run", "--select", name)
     answers: list[list[dict]] = [[] for _ in range(len(versions) + 1)]
     for r in case.project.rows(f"select * from {{schema}}.`{name}`"):
         answers[r.pop("_as_of")].append(normalize(r))
@@ -244,6 +245,15 @@ READS = {
     "as_of key 7": (f"lakehistory.as_of(ref('key_periods'), 7, period={KEYED})", {4}),
     "current key": (f"lakehistory.current(ref('key_periods'), period={KEYED})", {4, 5}),
 }
+
+
+def set_database_id(project: DbtProject) -> None:
+    """The uuids' database id, in the project file before dbt first parses it: as `--vars` it
+    would make every invocation with other vars (or none) parse the whole project again."""
+    with (project.project_dir / "dbt_project.yml").open("a") as f:
+        f.write(f"\nvars:\n  lakehistory_database_id: {DATABASE_ID}\n")
+
+
 UUID_CASES = [  # object id, instant, object type
     (1, "2000-01-01 00:00:00", 0),
     (4095, "2026-11-21 13:45:00", 0),
@@ -253,6 +263,7 @@ UUID_CASES = [  # object id, instant, object type
 
 
 def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
+    set_database_id(dbt_project)
     seeds = dbt_project.project_dir / "seeds"
     (seeds / "tt_periods.csv").write_text(TT_PERIODS)
     (seeds / "vt_periods.csv").write_text(VT_PERIODS)
@@ -328,7 +339,6 @@ def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
         "uuid_inputs",
         "forms",
         "uuids",
-        vars={"lakehistory_database_id": DATABASE_ID},
     )
 
     found: dict[str, set[int]] = {label: set() for label in [*FORMS, *READS]}
@@ -396,11 +406,11 @@ def version(id_: int, name: str, start: dt.datetime) -> dict:
 
 def test_failed_batch_leaves_no_gap_and_uuids_decode(dbt_project: DbtProject) -> None:
     dbt_project.landing.mkdir()
+    set_database_id(dbt_project)
     case = HistoryCase(dbt_project, "ledger", COLS, ["id"])
-    vars_ = {"lakehistory_database_id": DATABASE_ID}
     base = Batch(table="ledger", batch_id="000001", sequence=1, key=["id"], columns=COLS)
     case.land(dataclasses.replace(base, replace=[version(1, "a", T0)], earliest=[]))
-    dbt_project.run_ok("run", "--select", "ledger", vars=vars_)
+    case.run()
     # a second version at a start the table holds, without an earliest start: the merge refuses it
     clash = dataclasses.replace(base, batch_id="000002", sequence=2, replace=[version(1, "b", T0)], earliest=[])
     case.land(clash)
@@ -415,7 +425,7 @@ def test_failed_batch_leaves_no_gap_and_uuids_decode(dbt_project: DbtProject) ->
     case.land(
         dataclasses.replace(base, batch_id="000003", sequence=3, replace=[version(2, "c", T0 + ONE_MS)], earliest=[])
     )
-    dbt_project.run_ok("run", "--select", "ledger", vars=vars_)
+    case.run()
     txns = dbt_project.rows("select * from {schema}.lakehistory_transactions order by txn_id")
     assert [(t["txn_id"], t["batch_id"]) for t in txns] == [(1, "000001"), (2, "000002"), (3, "000003")]
     for t in txns:
