@@ -33,11 +33,17 @@ CONFIGS = {
 }
 
 
+def set_vars(project: DbtProject, values: dict) -> None:
+    """Vars in the project file, before dbt first parses the project: as `--vars` they would make
+    every invocation with other vars (or none) parse the whole project again."""
+    with (project.project_dir / "dbt_project.yml").open("a") as f:
+        f.write("\nvars:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in values.items()))
+
+
 def configured_project(base: Path, label: str, config: dict) -> DbtProject:
     project = DbtProject(copy_project(base), unique_schema(f"time_travel_{label}"))
     if config:
-        with (project.project_dir / "dbt_project.yml").open("a") as f:
-            f.write("\nvars:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in config.items()))
+        set_vars(project, config)
     project.landing.mkdir()
     return project
 
@@ -247,13 +253,6 @@ READS = {
 }
 
 
-def set_database_id(project: DbtProject) -> None:
-    """The uuids' database id, in the project file before dbt first parses it: as `--vars` it
-    would make every invocation with other vars (or none) parse the whole project again."""
-    with (project.project_dir / "dbt_project.yml").open("a") as f:
-        f.write(f"\nvars:\n  lakehistory_database_id: {DATABASE_ID}\n")
-
-
 UUID_CASES = [  # object id, instant, object type
     (1, "2000-01-01 00:00:00", 0),
     (4095, "2026-11-21 13:45:00", 0),
@@ -263,7 +262,7 @@ UUID_CASES = [  # object id, instant, object type
 
 
 def test_sql_2011_forms_and_naksha_uuids(dbt_project: DbtProject) -> None:
-    set_database_id(dbt_project)
+    set_vars(dbt_project, {"lakehistory_database_id": DATABASE_ID})
     seeds = dbt_project.project_dir / "seeds"
     (seeds / "tt_periods.csv").write_text(TT_PERIODS)
     (seeds / "vt_periods.csv").write_text(VT_PERIODS)
@@ -406,7 +405,7 @@ def version(id_: int, name: str, start: dt.datetime) -> dict:
 
 def test_failed_batch_leaves_no_gap_and_uuids_decode(dbt_project: DbtProject) -> None:
     dbt_project.landing.mkdir()
-    set_database_id(dbt_project)
+    set_vars(dbt_project, {"lakehistory_database_id": DATABASE_ID})
     case = HistoryCase(dbt_project, "ledger", COLS, ["id"])
     base = Batch(table="ledger", batch_id="000001", sequence=1, key=["id"], columns=COLS)
     case.land(dataclasses.replace(base, replace=[version(1, "a", T0)], earliest=[]))
