@@ -27,10 +27,10 @@
 {#- CTEs `pending` (the transactions after `after_txn` of `operations` on `history`) and `changes`
     (txn_id, the key columns, kind, valid_time, and the structs `old` and `new` of the data
     columns), to put after `with`. `first` is the first pending version as SQL, none when nothing
-    is pending. -#}
-{% macro _changes_ctes(history, after_txn, first, operations=['batch', 'revert']) %}
+    is pending; `columns` the data columns, when the caller has read them already. -#}
+{% macro _changes_ctes(history, after_txn, first, operations=['batch', 'revert'], columns=none) %}
   {%- set keys = lakehistory.history_keys(history) -%}
-  {%- set columns = lakehistory.history_data_columns(history) -%}
+  {%- set columns = columns if columns is not none else lakehistory.history_data_columns(history) -%}
   {%- set rows = lakehistory.versioned(history) -%}
   {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
   {%- set key_list = lakehistory._columns(keys, none) -%}
@@ -146,6 +146,13 @@ changes as (
       ~ "') and txn_id > " ~ (after_txn | int)).rows[0] -%}
   {%- if row[0] is none -%}{{ return(none) }}{%- endif -%}
   {{ return(row[0] | int if lakehistory.version_type() == 'integer' else "timestamp'" ~ row[1] ~ "'") }}
+{% endmacro %}
+
+
+{#- The body of an incremental model with no pending transaction: its own columns and no row,
+    so the append plans no scan of the history table and runs no Spark job. -#}
+{% macro _nothing_to_append() %}
+  {{ return('select * from ' ~ this ~ ' where false') }}
 {% endmacro %}
 
 

@@ -30,12 +30,16 @@
   {%- if not execute or load_relation(history) is none -%}
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
-  {%- do lakehistory._take_new_columns(history, lakehistory._data_columns_without(history, [])) -%}
+  {%- set columns = lakehistory._data_columns_without(history, []) -%}
+  {%- do lakehistory._take_new_columns(history, columns) -%}
   {%- set last = lakehistory._last_recorded_txn('_hist_trans_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last) -%}
-with {{ lakehistory._changes_ctes(history, last, first) }},
+  {%- if first is none and is_incremental() -%}
+    {{ return(lakehistory._nothing_to_append()) }}
+  {%- endif -%}
+with {{ lakehistory._changes_ctes(history, last, first, columns=columns) }},
 
-{{ lakehistory._version_changes_ctes(history, first) }},
+{{ lakehistory._version_changes_ctes(history, first, columns) }},
 
 events as (
     select

@@ -44,6 +44,9 @@
   {%- set operations = ['batch', 'revert', 'cleanup'] -%}
   {%- set last = lakehistory._last_recorded_txn('txn_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last, operations) -%}
+  {%- if first is none and is_incremental() -%}
+    {{ return(lakehistory._nothing_to_append()) }}
+  {%- endif -%}
   {%- set purged = load_relation(lakehistory.purged_keys_relation(history)) -%}
   {%- set key_list = lakehistory._columns(keys, none) -%}
   {%- set by_key = 'partition by ' ~ lakehistory._columns(keys, 's') ~ ' order by s.`txn_id`' -%}
@@ -52,7 +55,7 @@
   {%- for c in columns -%}
     {%- do values.append(('s.' if c in keys else 's.`values`.') ~ adapter.quote(c) ~ ' as ' ~ adapter.quote(c)) -%}
   {%- endfor -%}
-with {{ lakehistory._changes_ctes(history, last, first, operations) }},
+with {{ lakehistory._changes_ctes(history, last, first, operations, columns) }},
 
 steps as (
     select

@@ -160,8 +160,8 @@ def run_transaction(
     Session variables because Delta's statements bind no SQL parameters; the values set are
     numbers and a time this function makes."""
     with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
-        _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql)
-        state = ledger.recorded(spark, transactions, versioned)
+        _, state = _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql, versioned)
+        state = state or ledger.recorded(spark, transactions, versioned)
         txn_id = state.last_id + 1
         started_at = ledger.transaction_times(state.last_started, 1)[0]
         _declare(spark, TXN_ID, "bigint", str(txn_id))
@@ -211,9 +211,9 @@ def recover(
     """Record unrecorded commits: of `target` and of the other tables (`_recover_others`).
     Returns the transactions table's state for `target` (checked last, so that its last id counts
     every other table's) and the batches just recorded, as (source table, batch id)."""
-    recovered = _recover_others(spark, transactions, {target}, history_tables, invocation_id, uuid_sql)
+    recovered, state = _recover_others(spark, transactions, {target}, history_tables, invocation_id, uuid_sql, target)
     _unrecorded.discard(target)
-    state, txns = ledger.recover(spark, transactions, target, uuid_sql)
+    state, txns = ledger.recover(spark, transactions, target, uuid_sql, state)
     return state, {(t.source_table, t.batch_id) for t in recovered + txns}
 
 
@@ -224,17 +224,22 @@ def _recover_others(
     history_tables: Sequence[str],
     invocation_id: str,
     uuid_sql: str,
-) -> list[ledger.Txn]:
+    then: str,
+) -> tuple[list[ledger.Txn], ledger.Recorded | None]:
     """Record unrecorded commits of the tables whose record this process could not write, and
-    once per invocation of every history table, but those in `skip`."""
-    tables = _unrecorded | (set() if invocation_id in _recovered_invocations else set(history_tables))
+    once per invocation of every history table, but those in `skip`. Returns the transactions
+    recorded, and what the transactions table holds for the table `then` the caller checks next:
+    read in the same scan as the others' (ledger.recorded_for), None once a recording changed it."""
+    tables = sorted((_unrecorded | (set() if invocation_id in _recovered_invocations else set(history_tables))) - skip)
+    states = ledger.recorded_for(spark, transactions, [*tables, then])
     recovered: list[ledger.Txn] = []
-    for table in sorted(tables - skip):
+    for table in tables:
         if spark.catalog.tableExists(table.replace("`", "")):
-            recovered += ledger.recover(spark, transactions, table, uuid_sql)[1]
+            # the last id read before another table's recovery recorded more is stale: read again
+            recovered += ledger.recover(spark, transactions, table, uuid_sql, None if recovered else states[table])[1]
         _unrecorded.discard(table)
     _recovered_invocations.add(invocation_id)
-    return recovered
+    return recovered, None if recovered else states[then]
 
 
 def _pending(

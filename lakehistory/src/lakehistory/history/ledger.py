@@ -191,27 +191,46 @@ class Recorded:
 
 
 def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
-    mine = F.col("history_table") == F.lit(history)
+    return recorded_for(spark, transactions, [history])[history]
+
+
+def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str]) -> dict[str, Recorded]:
+    """What the transactions table holds for each of `histories`, in one scan of it: a run's
+    first writer checks every history table of the project, and one aggregate per table would
+    read the whole transactions table once per table."""
+    per_table = []
+    for i, history in enumerate(histories):
+        mine = F.col("history_table") == F.lit(history)
+        per_table += [
+            F.coalesce(F.max(F.when(mine, F.col("txn_id"))), F.lit(0)).alias(f"history_last_id_{i}"),
+            F.max(F.when(mine, F.col("delta_version"))).alias(f"delta_version_{i}"),
+        ]
     row = (
         spark.table(transactions)
         .agg(
             F.coalesce(F.max("txn_id"), F.lit(0)).alias("last_id"),
             # as text in the session's time zone (UTC), not converted to the Python process's
             F.date_format(F.max("started_at"), "yyyy-MM-dd HH:mm:ss.SSS").alias("last_started"),
-            F.coalesce(F.max(F.when(mine, F.col("txn_id"))), F.lit(0)).alias("history_last_id"),
-            F.max(F.when(mine, F.col("delta_version"))).alias("delta_version"),
+            *per_table,
         )
         .collect()[0]  # an aggregate: exactly one row
     )
     last_started = dt.datetime.fromisoformat(row["last_started"]) if row["last_started"] else None
-    return Recorded(int(row["last_id"]), last_started, int(row["history_last_id"]), row["delta_version"])
+    last_id = int(row["last_id"])
+    return {
+        history: Recorded(last_id, last_started, int(row[f"history_last_id_{i}"]), row[f"delta_version_{i}"])
+        for i, history in enumerate(histories)
+    }
 
 
-def recover(spark: SparkSession, transactions: str, history: str, uuid_sql: str) -> tuple[Recorded, list[Txn]]:
+def recover(
+    spark: SparkSession, transactions: str, history: str, uuid_sql: str, state: Recorded | None = None
+) -> tuple[Recorded, list[Txn]]:
     """Record what the history table committed and the transactions table lacks (a run stopped
-    between the two). Returns what the transactions table holds afterwards, and the transactions
-    it just recorded."""
-    state = recorded(spark, transactions, history)
+    between the two). `state`: what the transactions table holds for it, when the caller has just
+    read that. Returns what the transactions table holds afterwards, and the transactions it just
+    recorded."""
+    state = state or recorded(spark, transactions, history)
     commits = unrecorded_commits(spark, history, state)
     if not commits:
         return state, []
