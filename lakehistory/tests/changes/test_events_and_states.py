@@ -428,6 +428,18 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
     assert {s["gauge_id"] for s in states if s["action"] == "PURGE"} == {1, 2}
     assert [s["action"] for s in states if s["gauge_id"] == 3] == ["CREATE"]
 
+    # A run with nothing landed: no transaction is pending, so events and states append nothing
+    # and commit nothing (their tables stay at the same Delta version).
+    def version_of(name: str) -> int:
+        return project.rows(f"describe history {{schema}}.`{name}` limit 1")[0]["version"]
+
+    events = read(project, "gauge_events", "_hist_trans_id, gauge_id, _hist_valid_time, _hist_event")
+    versions = {name: version_of(name) for name in ("gauge_events", "gauge_states")}
+    run(project, "gauge")
+    assert read(project, "gauge_events", "_hist_trans_id, gauge_id, _hist_valid_time, _hist_event") == events
+    assert read(project, "gauge_states", "gauge_id, version") == states
+    assert {name: version_of(name) for name in versions} == versions
+
 
 def test_a_data_column_named_like_a_state_column_stops_the_feature_states(project: DbtProject) -> None:
     columns = [Column("dial_id", "bigint"), Column("version", "string")]
