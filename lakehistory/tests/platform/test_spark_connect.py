@@ -179,7 +179,7 @@ def cluster_build(connect_url: str, tmp_path_factory: pytest.TempPathFactory) ->
             reads.ids.append(sorted(ids()))
             reads.as_of_day_one.append(as_of(spark, project.schema, day_one))
             reads.latest.append((reads.ids[-1][-1], as_of(spark, project.schema, reads.ids[-1][-1])))
-            time.sleep(3)  # an analyst's pace: the build keeps most of the machine's two cores
+            time.sleep(8)  # an analyst's pace (a read is three queries on the two executors the build uses)
     assert build.returncode == 0, log.read_text()[-5000:]
     return project, reads
 
