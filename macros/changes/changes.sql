@@ -51,6 +51,7 @@ pending as (
         t.`history_table` = {{ lakehistory._text(history) }}
         and t.`operation` in ('{{ operations | join("', '") }}')
         and t.`txn_id` > {{ after_txn }}
+        and {{ lakehistory._moved_rows('t') }}
         and {{ 'true' if first is not none else 'false' }}
 ),
 
@@ -142,10 +143,19 @@ changes as (
   {%- endif -%}
   {%- set row = run_query(
       "select min(txn_id), date_format(min(started_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS') from " ~ transactions
-      ~ " where history_table = " ~ lakehistory._text(history) ~ " and operation in ('" ~ (operations | join("', '"))
-      ~ "') and txn_id > " ~ (after_txn | int)).rows[0] -%}
+      ~ " as t where history_table = " ~ lakehistory._text(history) ~ " and operation in ('" ~ (operations | join("', '"))
+      ~ "') and txn_id > " ~ (after_txn | int) ~ " and " ~ lakehistory._moved_rows('t')).rows[0] -%}
   {%- if row[0] is none -%}{{ return(none) }}{%- endif -%}
   {{ return(row[0] | int if lakehistory.version_type() == 'integer' else "timestamp'" ~ row[1] ~ "'") }}
+{% endmacro %}
+
+
+{#- Whether the transaction (alias `t` of the transactions table) opened, closed or purged a row
+    of its history table. One that did none of these (a batch of a sync that brought nothing new)
+    has no event and no state: it is not pending, so it does not hold back the next build's first
+    version, and a build after it reads nothing. -#}
+{% macro _moved_rows(t) %}
+  {{ return('(' ~ t ~ '.`versions_opened` > 0 or ' ~ t ~ '.`versions_closed` > 0 or ' ~ t ~ '.`rows_purged` > 0)') }}
 {% endmacro %}
 
 

@@ -428,17 +428,22 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
     assert {s["gauge_id"] for s in states if s["action"] == "PURGE"} == {1, 2}
     assert [s["action"] for s in states if s["gauge_id"] == 3] == ["CREATE"]
 
-    # A run with nothing landed: no transaction is pending, so events and states append nothing
-    # and commit nothing (their tables stay at the same Delta version).
+    # A sync that brought nothing new: a transaction that opened and closed no row. It is not
+    # pending for events and states, so their build appends from an empty select of their own
+    # table (no scan of the history table) and commits nothing.
     def version_of(name: str) -> int:
         return project.rows(f"describe history {{schema}}.`{name}` limit 1")[0]["version"]
 
     events = read(project, "gauge_events", "_hist_trans_id, gauge_id, _hist_valid_time, _hist_event")
     versions = {name: version_of(name) for name in ("gauge_events", "gauge_states")}
-    run(project, "gauge")
+    t8 = land(7, "gina")
+    assert (t8["operation"], t8["versions_opened"], t8["versions_closed"]) == ("batch", 0, 0)
     assert read(project, "gauge_events", "_hist_trans_id, gauge_id, _hist_valid_time, _hist_event") == events
     assert read(project, "gauge_states", "gauge_id, version") == states
     assert {name: version_of(name) for name in versions} == versions
+    for name in versions:
+        compiled = next((project.project_dir / "target" / "compiled").rglob(f"{name}.sql")).read_text()
+        assert f"{name} where false" in compiled, compiled
 
 
 def test_a_data_column_named_like_a_state_column_stops_the_feature_states(project: DbtProject) -> None:
