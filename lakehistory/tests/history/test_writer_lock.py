@@ -88,6 +88,34 @@ def test_renewing_the_lock_while_dbt_lists_the_schema_hides_no_relation(project:
     assert failures == [], failures
 
 
+def test_letting_go_at_exit_waits_for_a_renewal_in_flight(project: DbtProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that exits while its keeper renews the lock leaves it free: letting go waits for
+    the renewal to commit. Both rewrite the lock's one row, so a release that overlapped the
+    renewal's commit was refused and the hold stayed for a whole lease."""
+    spark, lock = project.spark, project.table("exit_writer")
+    renewing, releasing, spans = threading.Event(), threading.Event(), {}
+    update = writer._update
+
+    def timed(*args: object) -> None:
+        renewal = threading.current_thread().name == "lakehistory-writer"
+        started = time.monotonic()
+        if renewal:
+            renewing.set()
+            time.sleep(2)  # still renewing when the process exits
+        update(*args)
+        if renewal or releasing.is_set():  # not the take
+            spans.setdefault("renewal" if renewal else "release", (started, time.monotonic()))
+
+    monkeypatch.setattr(writer, "RENEW_SECONDS", 0.2)
+    monkeypatch.setattr(writer, "_update", timed)
+    writer.hold(spark, lock, 10)
+    assert renewing.wait(10)
+    releasing.set()
+    writer.let_go_all()
+    assert "renewal" in spans and spans["release"][0] >= spans["renewal"][1], spans
+    assert [r["token"] for r in project.rows(f"select token from {lock}")] == [None]
+
+
 def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in_progress(
     project: DbtProject,
 ) -> None:

@@ -42,6 +42,7 @@ LEASE_SECONDS = 300
 RENEW_SECONDS = 60
 IDLE_SECONDS = 60
 POLL_SECONDS = 2
+LET_GO_WAIT_SECONDS = 30  # at exit, for a renewal in flight
 
 TOKEN = uuid.uuid4().hex  # this process's
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class _Hold:
     renewed: float  # time.monotonic() of the last take or renewal
     used: float  # ... of the last id taken under it
     stop: threading.Event = field(default_factory=threading.Event)
+    keeper: threading.Thread | None = None  # renews the hold (_keep)
 
 
 _held: dict[str, _Hold] = {}
@@ -93,7 +95,8 @@ def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
         held.renewed = held.used = now
         return
     _held[lock] = new = _Hold(spark, now, now)
-    threading.Thread(target=_keep, args=(lock, new), name="lakehistory-writer", daemon=True).start()
+    new.keeper = threading.Thread(target=_keep, args=(lock, new), name="lakehistory-writer", daemon=True)
+    new.keeper.start()
 
 
 @contextlib.contextmanager
@@ -206,6 +209,10 @@ def let_go_all() -> None:
     """Let go of every hold of this process (at exit, when it holds any)."""
     for lock, held in list(_held.items()):
         held.stop.set()
+        if held.keeper is not None and held.keeper is not threading.current_thread():
+            # A renewal in flight rewrites the lock's row: letting go meanwhile would clash with it
+            # (Delta refuses one of two concurrent rewrites), and the hold would stay for a lease.
+            held.keeper.join(timeout=LET_GO_WAIT_SECONDS)
         with contextlib.suppress(Exception):  # the session is already stopped: the hold lapses by itself
             let_go(held.spark, lock, TOKEN)
     _held.clear()
