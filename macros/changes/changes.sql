@@ -26,11 +26,10 @@
 
 {#- CTEs `pending` (the transactions after `after_txn` of `operations` on `history`) and `changes`
     (txn_id, the key columns, kind, valid_time, and the structs `old` and `new` of the data
-    columns), to put after `with`. `first` is the first pending version as SQL, none when nothing
-    is pending; `columns` the data columns, when the caller has read them already. -#}
-{% macro _changes_ctes(history, after_txn, first, operations=['batch', 'revert'], columns=none) %}
+    columns), to put after `with`. `columns` are the history table's data columns (the caller has
+    read them), `first` the first pending version as SQL, none when nothing is pending. -#}
+{% macro _changes_ctes(history, columns, after_txn, first, operations=['batch', 'revert']) %}
   {%- set keys = lakehistory.history_keys(history) -%}
-  {%- set columns = columns if columns is not none else lakehistory.history_data_columns(history) -%}
   {%- set rows = lakehistory.versioned(history) -%}
   {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
   {%- set key_list = lakehistory._columns(keys, none) -%}

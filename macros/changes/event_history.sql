@@ -37,9 +37,9 @@
   {%- if first is none and is_incremental() -%}
     {{ return(lakehistory._nothing_to_append()) }}
   {%- endif -%}
-with {{ lakehistory._changes_ctes(history, last, first, columns=columns) }},
+with {{ lakehistory._changes_ctes(history, columns, last, first) }},
 
-{{ lakehistory._version_changes_ctes(history, first, columns) }},
+{{ lakehistory._version_changes_ctes(history, columns, first) }},
 
 events as (
     select

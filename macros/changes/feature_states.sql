@@ -55,7 +55,7 @@
   {%- for c in columns -%}
     {%- do values.append(('s.' if c in keys else 's.`values`.') ~ adapter.quote(c) ~ ' as ' ~ adapter.quote(c)) -%}
   {%- endfor -%}
-with {{ lakehistory._changes_ctes(history, last, first, operations, columns) }},
+with {{ lakehistory._changes_ctes(history, columns, last, first, operations) }},
 
 steps as (
     select

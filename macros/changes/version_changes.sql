@@ -18,9 +18,8 @@
   has it after each transaction. The reads are the rows of the touched keys live at a pending
   version (valid_to at or after the first one, a range Delta skips files by), in one scan; one
   aggregate and one window (a shuffle each) then compare and chain the points. -#}
-{% macro _version_changes_ctes(history, first, columns=none) %}
+{% macro _version_changes_ctes(history, columns, first) %}
   {%- set keys = lakehistory.history_keys(history) -%}
-  {%- set columns = columns if columns is not none else lakehistory.history_data_columns(history) -%}
   {%- set lo = first if first is not none else lakehistory.end_of_time() -%}
   {%- set key_list = lakehistory._columns(keys, none) -%}
   {%- set valid_to = lakehistory.valid_to_sql('h') -%}
