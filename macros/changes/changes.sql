@@ -150,11 +150,10 @@ changes as (
 
 
 {#- Whether the transaction (alias `t` of the transactions table) opened, closed or purged a row
-    of its history table. One that did none of these (a batch of a sync that brought nothing new)
-    has no event and no state: it is not pending, so it does not hold back the next build's first
-    version, and a build after it reads nothing. -#}
+    of its history table; declared once, in Python, for the `_hx` models too. -#}
 {% macro _moved_rows(t) %}
-  {{ return('(' ~ t ~ '.`versions_opened` > 0 or ' ~ t ~ '.`versions_closed` > 0 or ' ~ t ~ '.`rows_purged` > 0)') }}
+  {%- if not execute -%}{{ return('true') }}{%- endif -%}
+  {{ return(adapter.call_python('lakehistory.history.transactions:moved_rows_sql', {'alias': t})) }}
 {% endmacro %}
 
 

@@ -460,3 +460,22 @@ def test_a_source_column_that_clashes_with_the_hx_columns_stops_the_model(projec
     tag.land(batch("tag", columns, "tag_id", 1, "alice", [version(T(1), tag_id=1, deleted=False)]))
     message = project.run_fails("run", "--select", "tag", "tag_hx")
     assert "tag_hx: source column(s) deleted clash with _hx system columns" in message
+
+
+def test_a_transaction_that_moved_no_row_is_not_pending_for_an_hx_table(project: DbtProject) -> None:
+    """A sync that brought nothing new for a table leaves a transaction that opened, closed and
+    purged no row. It has nothing an `_hx` table records, so it is not pending: an `_hx` build
+    after it reads nothing of its source."""
+    spark = project.spark
+    from lakehistory.hx.sources import Source  # its module needs the running session
+
+    # (txn_id, versions_opened, versions_closed, rows_purged)
+    counts = [(1, 2, 0, 0), (2, 0, 0, 0), (3, 0, 1, 0), (4, 0, 0, 3), (5, 0, 0, 0)]
+    transactions = spark.createDataFrame(
+        [(i, "batch", f"{project.schema}.site", f"{i:06d}", "alice", T(i), o, c, p) for i, o, c, p in counts],
+        "txn_id bigint, operation string, history_table string, batch_id string, author string,"
+        " started_at timestamp, versions_opened bigint, versions_closed bigint, rows_purged bigint",
+    )
+    source = Source(spark.range(0), None, "site")  # `recorded` reads only the transactions
+    assert [r.txn_id for r in source.recorded(transactions, ("batch",), 0)] == [1, 3, 4]
+    assert [r.txn_id for r in source.recorded(transactions, ("batch",), 3)] == [4]

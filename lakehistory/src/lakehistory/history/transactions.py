@@ -92,3 +92,17 @@ def ensure_transactions_table(spark: SparkSession, relation: str) -> None:
 def column_list(spark: SparkSession) -> str:
     """Entry point for `lakehistory.transaction_columns`: the columns, in order, for an insert."""
     return ", ".join(q(name) for name in COLUMNS)
+
+
+def moved_rows(alias: str = "") -> str:
+    """SQL: whether a transaction (a row of the transactions table, `alias` if given) opened,
+    closed or purged a row of its history table. One that did none of these (the batch of a sync
+    that brought nothing new for the table) has nothing that events, states or `_hx` rows record,
+    so the models derived from the history table never count it as pending."""
+    prefix = f"{q(alias)}." if alias else ""
+    return "(" + " or ".join(f"{prefix}{q(c)} > 0" for c in ("versions_opened", "versions_closed", "rows_purged")) + ")"
+
+
+def moved_rows_sql(spark: SparkSession, alias: str) -> str:
+    """Entry point for the macro `lakehistory._moved_rows`."""
+    return moved_rows(alias)

@@ -10,6 +10,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from lakehistory.history.transactions import moved_rows
 from lakehistory.hx.model import ONE_MS, HxError, HxSpec, col, hx_table
 
 
@@ -30,7 +31,8 @@ class Source:
         raise NotImplementedError
 
     def recorded(self, transactions: DataFrame, operations: Sequence[str], after_txn: int) -> list[Any]:
-        """This source's transactions of `operations` after `after_txn`, in id order: one row each.
+        """This source's transactions of `operations` after `after_txn` that moved a row (others
+        have nothing to record), in id order: one row each.
 
         A transaction names its history table as `schema.table`; the `_hx` model knows its source
         by name only, and that source may live in another schema (custom schemas), so the two
@@ -43,6 +45,7 @@ class Source:
                 ((table == F.lit(name)) | table.endswith(F.lit("." + name)))
                 & F.col("operation").isin(*operations)
                 & (F.col("txn_id") > F.lit(after_txn))
+                & F.expr(moved_rows())
             )
             .select("txn_id", "started_at", "batch_id", "author", "history_table")
             .orderBy("txn_id")
@@ -136,7 +139,8 @@ class SnapshotSource(Source):
             .distinct()
             .collect()  # one row per captured day
         )
-        # A capture that changed nothing left no row, and has nothing to record.
+        # A capture that moved rows opened one on its day: a deletion too is a new row (hard_deletes:
+        # new_record, as landing_extract configures the snapshot).
         return sorted(
             (Recording(r.txn_id, times[r.batch_id], r.author) for r in captured if r.batch_id in times),
             key=lambda rec: rec.txn_id,
