@@ -279,6 +279,45 @@ def test_redelivered_batch_and_rerun_change_nothing(project: DbtProject) -> None
     assert (last["batch_id"], last["versions_opened"], last["versions_closed"]) == ("000003", 0, 0)
 
 
+def test_a_table_of_key_columns_only(project: DbtProject) -> None:
+    """A link table (a station's sensors): its key is all it has, no data column. Links come,
+    go and come back, and the table follows the reference after every batch."""
+    columns = [Column("station_id", "bigint"), Column("sensor_id", "bigint")]
+    key = ["station_id", "sensor_id"]
+    case = fresh(project, "links", columns, key)
+
+    def link(station: int, sensor: int, start: float, synced: float) -> dict:
+        return {"station_id": station, "sensor_id": sensor, START: T(start), "_fivetran_end": TMAX,
+                "_fivetran_active": True, "_fivetran_synced": T(synced)}  # fmt: skip
+
+    def earliest(*rows: dict) -> list[dict]:
+        return [{"station_id": r["station_id"], "sensor_id": r["sensor_id"], START: r[START]} for r in rows]
+
+    first = [link(1, 10, 1, 100), link(1, 11, 1, 100)]
+    again = link(1, 11, 3, 102)
+    batches = [
+        Batch("t", "000001", 1, key, columns, replace=first, earliest=earliest(*first)),
+        Batch(
+            "t",
+            "000002",
+            2,
+            key,
+            columns,
+            replace=[link(2, 10, 2, 101)],
+            earliest=earliest(link(2, 10, 2, 101)),
+            delete=[{"station_id": 1, "sensor_id": 11, "_fivetran_end": T(2)}],
+        ),  # fmt: skip
+        Batch("t", "000003", 3, key, columns, replace=[again], earliest=earliest(again)),
+    ]
+    reference: list = []
+    for b in batches:
+        case.land(b)
+        case.run()
+        reference = apply_batch(reference, b)
+        assert case.fivetran_rows() == case.expected(reference), f"after batch {b.batch_id}"
+    assert [t["versions_opened"] for t in case.transactions()] == [2, 2, 1]
+
+
 # --- truncates (rules 15, 16): hand-written expectations ------------------------------------
 
 

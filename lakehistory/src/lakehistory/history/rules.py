@@ -268,9 +268,7 @@ def changes_sql(layout: Layout, rewritten: bool = False) -> str:
     where `_lh_b` = 0
     union all
     select
-        {cols(k, "v")},
-        {resolved_columns},
-        {cols(SYSTEM, "v")},
+        {sep.join(part for part in (cols(k, "v"), resolved_columns, cols(SYSTEM, "v")) if part)},
         v.`_lh_b`,
         v.`_lh_removed`,
         v.`_lh_touch`,
