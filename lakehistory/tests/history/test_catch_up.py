@@ -9,6 +9,7 @@ runs the same engine through dbt)."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import random
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from hypothesis import strategies as st
 
 from harness import examples
 from lakehistory.history.apply import HistoryError
-from lakehistory.landing.batch import EARLIEST, START, Batch
+from lakehistory.landing.batch import EARLIEST, END, START, TMAX, Batch, Column
+from lakehistory.landing.manifests import Applied, applied_batches
 from oracle.fivetran import apply_batch, key_of
 from oracle.streams import batch_streams
 from oracle.transaction_time import ordered, physical_rows
@@ -99,6 +101,22 @@ def test_catch_up_equals_one_at_a_time_and_the_reference(engine: Engine, stream,
     assert catch_up[0] == want, "catch-up differs from the reference"
     assert one_at_a_time[0] == want, "one at a time differs from the reference"
     assert catch_up[1] == one_at_a_time[1], "the transactions' counts differ"
+
+
+def test_a_run_asks_only_about_the_batches_in_its_landing_folder(engine: Engine) -> None:
+    """Which landed batches were applied: the answer is as large as the landing folder (landed
+    batches may be archived once applied), however many batches the table applied before."""
+    columns, start = [Column("id", "bigint"), Column("name", "string")], dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    for n in (1, 2, 3):
+        row = {"id": n, "name": "x", START: start, END: TMAX, "_fivetran_active": True, "_fivetran_synced": start}
+        engine.land("archived", [Batch("archived", f"{n:06d}", n, ["id"], columns, replace=[row])])
+        engine.apply("archived", columns, ["id"])
+    spark = engine.project.spark
+    assert applied_batches(spark, engine.transactions, "archived", ["000003", "000004"]) == Applied(
+        frozenset({"000003"}), 3
+    )
+    assert applied_batches(spark, engine.transactions, "archived", []) == Applied(frozenset(), 3)
+    assert applied_batches(spark, engine.transactions, "never_landed", ["000001"]) == Applied(frozenset(), None)
 
 
 def test_reference_transaction_time() -> None:

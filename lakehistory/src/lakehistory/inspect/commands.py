@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from lakehistory.history.sql import q
 from lakehistory.inspect.render import table
 from lakehistory.landing.extracts import captured_day, extract_days
-from lakehistory.landing.manifests import applied_batches, read_manifests
+from lakehistory.landing.manifests import applied_batches, landed_ids, read_manifests
 from lakehistory.landing.spec import BatchError
 
 COMMANDS = ("status", "log", "timeline", "diff", "as-of")
@@ -88,9 +88,9 @@ class Inspector:
             if t["kind"] == "snapshot":
                 captured = captured_day(self.spark, self.transactions, t["relation"])
                 return sum(1 for day, _ in extract_days(self.spark, root, source) if captured is None or day > captured)
-            done = applied_batches(self.spark, self.transactions, source).batch_ids
-            landed = [m for m in read_manifests(self.spark, root, source) if not m.get("_missing")]
-            return sum(1 for m in landed if m["batch_id"] not in done)
+            landed = landed_ids(read_manifests(self.spark, root, source))
+            done = applied_batches(self.spark, self.transactions, source, landed).batch_ids
+            return sum(1 for batch_id in landed if batch_id not in done)
         except BatchError as exc:
             return f"unreadable: {exc}"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,13 +258,24 @@ def pending_manifests(manifests: list[dict], spec: TableSpec, applied: Applied) 
     return pending
 
 
-def applied_batches(spark: SparkSession, transactions: str | None, table: str) -> Applied:
-    """Read the transactions table (None or missing: nothing applied yet)."""
+def landed_ids(manifests: list[dict]) -> list[str]:
+    """The batch ids the landed manifests give (a folder without a manifest gives none)."""
+    return [m["batch_id"] for m in manifests if m.get("batch_id")]
+
+
+def applied_batches(spark: SparkSession, transactions: str | None, table: str, landed: Iterable[str]) -> Applied:
+    """What the transactions table (None or missing: nothing applied yet) says about the batches
+    `landed`: which of them were applied, and the table's last applied sequence. One aggregate,
+    whose answer is as large as the landing folder, however many batches the table has applied."""
     if transactions is None or not spark.catalog.tableExists(transactions):
         return Applied(frozenset(), None)
     recorded = spark.table(transactions)
     applied = recorded.where(F.col("source_table") == F.lit(table))
     if "operation" in recorded.columns:  # (a table of an earlier layout is refused by the merge, by name)
         applied = applied.where(F.col("operation") == "batch")  # not a snapshot's capture of the same table
-    rows = applied.select("batch_id", "batch_sequence").collect()
-    return Applied(frozenset(r.batch_id for r in rows), max((r.batch_sequence for r in rows), default=None))
+    ids = sorted(set(landed))
+    found = applied.agg(
+        F.collect_set(F.when(F.col("batch_id").isin(*ids), F.col("batch_id"))).alias("ids"),
+        F.max("batch_sequence").alias("last"),
+    ).first()
+    return Applied(frozenset(found.ids) if found else frozenset(), found.last if found else None)

@@ -15,7 +15,7 @@ from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .manifests import applied_batches, pending_manifests, read_manifests, with_migrations
+from .manifests import applied_batches, landed_ids, pending_manifests, read_manifests, with_migrations
 from .rows import batch_markers, schema_change_rows, stage_rows
 from .spec import BatchError, TableSpec, first_line, spec_columns
 from .validation import validate
@@ -43,7 +43,7 @@ def stage_pending_batches(
     """The typed, validated rows of every batch of `spec.table` not yet applied, in batch order.
     `_lh_ordinal` numbers the pending batches 1, 2, ... in the order they must be applied."""
     manifests = read_manifests(spark, landing_root, spec.table)
-    applied = applied_batches(spark, transactions, spec.table)
+    applied = applied_batches(spark, transactions, spec.table, landed_ids(manifests))
     spec = with_migrations(spec, manifests)  # also checks every schema change
     pending = pending_manifests(manifests, spec, applied)
     if not pending:
