@@ -24,7 +24,8 @@
   {#- The layout is declared once, in Python (lakehistory.history.transactions), which also
       refuses a table made by an earlier layout. -#}
   {%- set relation = lakehistory.transactions_relation() -%}
-  {%- do adapter.call_python('lakehistory.history.transactions:ensure_transactions_table', {'relation': relation | string}) -%}
+  {%- do adapter.call_python('lakehistory.history.transactions:ensure_transactions_table',
+      {'relation': relation | string, 'invocation_id': invocation_id}) -%}
   {{ return(relation) }}
 {% endmacro %}
 

@@ -454,3 +454,21 @@ def test_transactions_table_of_an_earlier_layout_is_refused(dbt_project: DbtProj
     error = case.run_fails()
     assert "made by an earlier version of lakehistory" in error and "lakehistory_transactions" in error
     assert not case.exists() or case.physical_rows() == []
+
+
+def test_the_transactions_table_is_checked_once_per_dbt_invocation(
+    dbt_project: DbtProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every node of a run asks for the transactions table; the first answer holds for the rest of
+    the invocation, and a new invocation checks again."""
+    from lakehistory.history import transactions
+
+    spark, relation = dbt_project.spark, dbt_project.table("lakehistory_transactions")
+    spark.sql(f"create schema if not exists `{dbt_project.schema}`")
+    checks: list[str] = []
+    create = transactions.create_if_missing
+    monkeypatch.setattr(transactions, "create_if_missing", lambda *args: checks.append("check") or create(*args))
+    for invocation in ("first", "first", "first", "second"):
+        transactions.ensure_transactions_table(spark, relation, invocation)
+    assert checks == ["check", "check"]
+    assert spark.table(relation).columns == list(transactions.COLUMNS)

@@ -75,9 +75,15 @@ def create_if_missing(spark: SparkSession, relation: str, statement: str) -> Non
             time.sleep(1)
 
 
-def ensure_transactions_table(spark: SparkSession, relation: str) -> None:
+_ensured: set[tuple[str, str]] = set()  # (dbt invocation, relation): checked once per invocation
+
+
+def ensure_transactions_table(spark: SparkSession, relation: str, invocation_id: str = "") -> None:
     """Entry point for `lakehistory.ensure_transactions_table`: create the table when missing;
-    refuse one whose columns are not this layout's."""
+    refuse one whose columns are not this layout's. Every node of a dbt invocation asks; the
+    first one's answer holds for the others (`invocation_id`)."""
+    if invocation_id and (invocation_id, relation) in _ensured:
+        return
     create_if_missing(spark, relation, create_sql(relation))
     stored = set(spark.table(relation).columns)
     missing = [name for name in COLUMNS if name not in stored]
@@ -87,6 +93,8 @@ def ensure_transactions_table(spark: SparkSession, relation: str) -> None:
             " Rebuild from the landed batches: drop it and the history tables (for the demo: make clean),"
             " then run dbt build."
         )
+    if invocation_id:
+        _ensured.add((invocation_id, relation))
 
 
 def column_list(spark: SparkSession) -> str:
