@@ -273,9 +273,8 @@ def applied_batches(spark: SparkSession, transactions: str | None, table: str, l
     applied = recorded.where(F.col("source_table") == F.lit(table))
     if "operation" in recorded.columns:  # (a table of an earlier layout is refused by the merge, by name)
         applied = applied.where(F.col("operation") == "batch")  # not a snapshot's capture of the same table
-    ids = sorted(set(landed))
     found = applied.agg(
-        F.collect_set(F.when(F.col("batch_id").isin(*ids), F.col("batch_id"))).alias("ids"),
+        F.collect_set(F.when(F.col("batch_id").isin(*set(landed)), F.col("batch_id"))).alias("ids"),
         F.max("batch_sequence").alias("last"),
-    ).first()
-    return Applied(frozenset(found.ids) if found else frozenset(), found.last if found else None)
+    ).collect()[0]  # an aggregate: exactly one row
+    return Applied(frozenset(found.ids), found.last)
