@@ -35,9 +35,9 @@ JIT_FOR_SHORT_QUERIES = (
 )
 # The garbage collector of the embedded test JVM: Java's throughput collector, not G1. Its heap
 # holds a few queries' short-lived objects at a time, so G1's concurrent marking (a thread of its
-# own on two cores) buys nothing. The same ten Fivetran-history tests, G1 and this in turn, three
-# rounds: 151.5 s and 147.5 s against 147.6, 136.5 and 140.1 s (G1's first round ran beside a
-# lint, left out), faster in every pair.
+# own on two cores) buys nothing. The same ten Fivetran-history tests, G1 and this in turn:
+# 151.5 s against 136.5 s, 147.5 s against 140.1 s (a third round, where G1 ran beside a lint, left
+# out), and in two rounds before, 158 s against 152 s and 198 s against 172 s.
 GC_FOR_SHORT_QUERIES = "-XX:+UseParallelGC"
 
 # The demo the `demo` fixture (conftest.py) builds: small, two days (a first build, then an
