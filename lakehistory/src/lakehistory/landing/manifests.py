@@ -274,7 +274,7 @@ def applied_batches(spark: SparkSession, transactions: str | None, table: str, l
     if "operation" in recorded.columns:  # (a table of an earlier layout is refused by the merge, by name)
         applied = applied.where(F.col("operation") == "batch")  # not a snapshot's capture of the same table
     found = applied.agg(
-        F.collect_set(F.when(F.col("batch_id").isin(*set(landed)), F.col("batch_id"))).alias("ids"),
+        F.collect_set(F.when(F.col("batch_id").isin(*sorted(set(landed))), F.col("batch_id"))).alias("ids"),
         F.max("batch_sequence").alias("last"),
     ).collect()[0]  # an aggregate: exactly one row
     return Applied(frozenset(found.ids), found.last)
