@@ -16,12 +16,12 @@ what each costs.
 from __future__ import annotations
 
 import argparse
-import inspect
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from lakehistory.platform.paths import local_home
@@ -52,6 +52,7 @@ class Recorder:
     spark: Any
     explain: Path | None = None  # where to append each query's full physical plan
     actions: list[Action] = field(default_factory=list)
+    overhead: float = 0.0  # seconds of the recorder's own bookkeeping, inside the node's time
     _depth: int = 0
 
     def _store(self):
@@ -106,12 +107,15 @@ class Recorder:
             if recorder._depth:  # an action inside another (e.g. `first` calls `collect`)
                 return call(target, *args, **kwargs)
             recorder._depth += 1
-            jobs, started = recorder._job_count(), time.perf_counter()
+            counting = time.perf_counter()
+            jobs = recorder._job_count()
+            started = time.perf_counter()
             try:
                 result = call(target, *args, **kwargs)
             finally:
                 recorder._depth -= 1
-            seconds, first_job = time.perf_counter() - started, jobs
+            ended = time.perf_counter()
+            seconds, first_job = ended - started, jobs
             jobs = recorder._job_count() - first_job
             # `spark.sql` runs a command (DDL, INSERT, DESCRIBE) at once; a query only when acted on
             if name != "sql" or jobs or seconds > 0.05:
@@ -121,17 +125,22 @@ class Recorder:
                 ran = recorder._jobs_since(first_job) if jobs else []  # one walk of the job list
                 busy, log_jobs = recorder._busy(ran), recorder._log_jobs(ran)
                 recorder.actions.append(Action(_caller(), text, started, seconds, jobs, busy, log_jobs, plan))
+            recorder.overhead += (started - counting) + (time.perf_counter() - ended)
             return result
 
         return timed
 
 
 def _caller() -> str:
-    """The innermost function of the product (not of the bench or PySpark) on the stack."""
-    for frame in inspect.stack()[2:]:
-        module = frame.frame.f_globals.get("__name__", "")
+    """The innermost function of the product (not of the bench or PySpark) on the stack. A walk
+    of the frames, not `inspect.stack()`, which reads each frame's source file and cost more
+    than the statements it named."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
         if module.startswith("lakehistory.") and not module.startswith("lakehistory_tools.bench"):
-            return f"{module.removeprefix('lakehistory.')}.{frame.function}"
+            return f"{module.removeprefix('lakehistory.')}.{frame.f_code.co_name}"
+        frame = frame.f_back
     return "dbt"
 
 
@@ -183,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in range(1, args.runs + 1):
         workload.land_small_round(landing, plan, r, args.batch_keys)
         recorder.actions.clear()
+        recorder.overhead = 0.0
         if recorder.explain is not None:
             recorder.explain.unlink(missing_ok=True)
         began = time.perf_counter()
@@ -190,7 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = sum(a.jobs for a in recorder.actions)
         log_jobs = sum(a.log_jobs for a in recorder.actions)
         statements = len(recorder.actions)
-        print(f"run {r}: node {node:.2f}s, {statements} statements, {jobs} Spark jobs ({log_jobs} read Delta logs)")
+        print(
+            f"run {r}: node {node:.2f}s ({recorder.overhead:.2f}s of it this tool's own bookkeeping),"
+            f" {statements} statements, {jobs} Spark jobs ({log_jobs} read Delta logs)"
+        )
     spent = sum(a.seconds for a in recorder.actions)
     where = f"{args.rows} rows, time zone {args.time_zone}"
     print(f"{HISTORY}: a {args.batch_keys}-key batch on {where}, run {args.runs}: node {node:.2f}s")
@@ -201,9 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  {a.where:<40} {a.what:<44} {a.plan}"
         )
     busy = sum(a.busy for a in recorder.actions)
+    gaps = node - spent - recorder.overhead
     print(
-        f"       {spent:8.2f}            {busy:5.2f}  {len(recorder.actions)} statements; the rest of the node's"
-        " time is dbt and Python (the gaps between the `at` of one statement and the end of the one before)"
+        f"       {spent:8.2f}            {busy:5.2f}  {len(recorder.actions)} statements; {recorder.overhead:.2f}s this"
+        f" tool's bookkeeping; the other {gaps:.2f}s of the node's time is dbt and Python (the gaps between"
+        " the `at` of one statement and the end of the one before)"
     )
     print(f"the physical plan of every query: {recorder.explain}")
     return 0
