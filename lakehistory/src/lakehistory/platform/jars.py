@@ -1,33 +1,62 @@
-"""Delta Lake's jars: resolved once from Maven Central by Spark's own resolver (Ivy), then kept
-in `.local/jars` so every later run, including CI reruns, works without the network.
+"""Delta Lake's jars: downloaded once from Maven Central, checked against the SHA-256 written
+here, then kept in `.local/jars` so every later run, including CI reruns, works without the network.
 
     python -m lakehistory.platform.jars ensure
+
+A plain download of two files, not Spark's resolver: starting a Spark session to resolve them cost
+about 20 s of every fresh checkout's setup. LAKEHISTORY_MAVEN_REPOSITORY names a mirror of Maven
+Central; the usual `https_proxy` variables are honoured.
 """
 
 from __future__ import annotations
 
-import shutil
+import hashlib
+import os
 import sys
-import tempfile
+import urllib.request
 from pathlib import Path
 
-from lakehistory.platform.paths import jar_dir, local_home
+from lakehistory.platform.paths import jar_dir
 
 # delta-spark's wheel and jars must match; 4.4.0 is the newest release whose jars are on Maven
 # Central for Spark 4.2 (the artifact name carries the Spark minor since Delta 4.1).
 DELTA_VERSION = "4.4.0"
 SPARK_MINOR = "4.2"
 SCALA = "2.13"
-PACKAGE = f"io.delta:delta-spark_{SPARK_MINOR}_{SCALA}:{DELTA_VERSION}"
-# Spark ships every other dependency itself (Hadoop, Parquet, Jackson, Scala).
-REQUIRED = (
-    f"io.delta_delta-spark_{SPARK_MINOR}_{SCALA}-{DELTA_VERSION}.jar",
-    f"io.delta_delta-storage-{DELTA_VERSION}.jar",
-)
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+# Spark ships every other dependency itself (Hadoop, Parquet, Jackson, Scala). The file names are
+# those Spark's resolver gave them (`group_artifact-version.jar`), which the profiles list.
+ARTIFACTS = {
+    f"io.delta_delta-spark_{SPARK_MINOR}_{SCALA}-{DELTA_VERSION}.jar": (
+        f"io/delta/delta-spark_{SPARK_MINOR}_{SCALA}/{DELTA_VERSION}/delta-spark_{SPARK_MINOR}_{SCALA}-{DELTA_VERSION}.jar",
+        "27d4fd8b1f879535c573ed1c718177d6a27f24d3e626ba02e216369725721ead",
+    ),
+    f"io.delta_delta-storage-{DELTA_VERSION}.jar": (
+        f"io/delta/delta-storage/{DELTA_VERSION}/delta-storage-{DELTA_VERSION}.jar",
+        "c46735481fa8e326b0957be02b4420cbcab4b325bb08009b7f2045a95133f1cc",
+    ),
+}
+REQUIRED = tuple(ARTIFACTS)
 
 
 def missing(directory: Path) -> list[str]:
     return [name for name in REQUIRED if not (directory / name).is_file()]
+
+
+def download(name: str, target: Path, repository: str) -> None:
+    """One jar into `target`, written under its final name only once its checksum matched."""
+    path, sha256 = ARTIFACTS[name]
+    url = f"{repository.rstrip('/')}/{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=120) as response:  # noqa: S310 - Maven Central or the mirror the user names
+            body = response.read()
+    except OSError as error:
+        sys.exit(f"setup: could not download {url} ({error}); is {repository} reachable?")
+    if hashlib.sha256(body).hexdigest() != sha256:
+        sys.exit(f"setup: {url} does not have the SHA-256 lakehistory expects ({sha256}); nothing was kept")
+    partial = target / f".{name}.partial"
+    partial.write_bytes(body)
+    partial.replace(target / name)
 
 
 def ensure() -> Path:
@@ -35,27 +64,11 @@ def ensure() -> Path:
     if not missing(target):
         print(f"setup: Delta Lake {DELTA_VERSION} jars cached in {target}")
         return target
-    print(f"setup: downloading Delta Lake {DELTA_VERSION} jars (once)")
-    from pyspark.sql import SparkSession
-
-    ivy = local_home() / "ivy"
-    with tempfile.TemporaryDirectory() as scratch:
-        spark = (
-            SparkSession.builder.master("local[1]")
-            .appName("lakehistory-jars")
-            .config("spark.jars.packages", PACKAGE)
-            .config("spark.jars.ivy", str(ivy))
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.warehouse.dir", scratch)
-            .getOrCreate()
-        )
-        spark.stop()
+    repository = os.environ.get("LAKEHISTORY_MAVEN_REPOSITORY", MAVEN_CENTRAL)
+    print(f"setup: downloading Delta Lake {DELTA_VERSION} jars from {repository} (once)")
     target.mkdir(parents=True, exist_ok=True)
-    for name in REQUIRED:
-        source = ivy / "jars" / name
-        if not source.is_file():
-            sys.exit(f"setup: Spark's resolver did not fetch {name} for {PACKAGE} (is Maven Central reachable?)")
-        shutil.copy2(source, target / name)
+    for name in missing(target):
+        download(name, target, repository)
     print(f"setup: Delta Lake jars cached in {target}")
     return target
 
