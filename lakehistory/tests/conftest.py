@@ -12,8 +12,7 @@ import pytest
 from harness import (
     DEMO_CONFIG,
     DEMO_EXTRACTS,
-    GC_FOR_SHORT_QUERIES,
-    JIT_FOR_SHORT_QUERIES,
+    JVM_FOR_SHORT_QUERIES,
     REPO_ROOT,
     DbtProject,
     copy_project,
@@ -28,7 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.pop("SPARK_REMOTE", None)  # the embedded session unless a test asks for Connect
     # Thousands of queries over a handful of rows each: the engine sized for that (profiles.yml).
     os.environ.setdefault("LAKEHISTORY_TINY_DATA", "true")
-    os.environ.setdefault("LAKEHISTORY_JAVA_OPTIONS", f"{JIT_FOR_SHORT_QUERIES} {GC_FOR_SHORT_QUERIES}")
+    os.environ.setdefault("LAKEHISTORY_JAVA_OPTIONS", JVM_FOR_SHORT_QUERIES)
     # PySpark hands timestamps to Python in the process's time zone; the lakehouse speaks UTC.
     os.environ["TZ"] = "UTC"
     time.tzset()

@@ -39,6 +39,8 @@ JIT_FOR_SHORT_QUERIES = (
 # 151.5 s against 136.5 s, 147.5 s against 140.1 s (a third round, where G1 ran beside a lint, left
 # out), and in two rounds before, 158 s against 152 s and 198 s against 172 s.
 GC_FOR_SHORT_QUERIES = "-XX:+UseParallelGC"
+# Both, as every test JVM takes them: the embedded one (conftest.py) and the cluster's (Connect test).
+JVM_FOR_SHORT_QUERIES = f"{JIT_FOR_SHORT_QUERIES} {GC_FOR_SHORT_QUERIES}"
 
 # The demo the `demo` fixture (conftest.py) builds: small, two days (a first build, then an
 # incremental one), every table with batches or extracts each day.

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from standalone import Cluster, free_port, standalone_cluster
 
-from harness import GC_FOR_SHORT_QUERIES, JIT_FOR_SHORT_QUERIES, PROFILES_DIR, DbtProject, copy_project, unique_schema
+from harness import JVM_FOR_SHORT_QUERIES, PROFILES_DIR, DbtProject, copy_project, unique_schema
 from lakehistory.platform import connect_server
 from lakehistory_tools.generator import GeneratorConfig, generate
 
@@ -106,8 +106,8 @@ def connect_url(lakehouse: Path, embedded: DbtProject, cluster: Cluster):
         conf={
             "spark.sql.shuffle.partitions": "4",
             "spark.databricks.delta.snapshotPartitions": "2",
-            "spark.driver.extraJavaOptions": f"{JIT_FOR_SHORT_QUERIES} {GC_FOR_SHORT_QUERIES}",
-            "spark.executor.extraJavaOptions": f"{JIT_FOR_SHORT_QUERIES} {GC_FOR_SHORT_QUERIES}",
+            "spark.driver.extraJavaOptions": JVM_FOR_SHORT_QUERIES,
+            "spark.executor.extraJavaOptions": JVM_FOR_SHORT_QUERIES,
         },
     )
     server = connect_server.start(settings, lakehouse / "server.log")
