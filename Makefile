@@ -50,14 +50,21 @@ lint: setup
 	$(BIN)/sqlfluff lint --processes 2 .
 	$(BIN)/mypy
 
+# The suite in two processes (pytest-xdist), each with a Spark session of its own: one test process
+# keeps the two cores only partly busy (its JVM waits on dbt's Python between statements), so two
+# share them with little left idle. conftest.py keeps each test file in one process, and every test
+# that reads the demo in one, so no module fixture and no demo is built twice.
+TEST_PROCESSES ?= 2
+PYTEST_PROCESSES = -n $(TEST_PROCESSES) --dist loadgroup
+
 test-python: setup-test
-	$(BIN)/python -m pytest -m "not connect and not slow"
+	$(BIN)/python -m pytest -m "not connect and not slow" $(PYTEST_PROCESSES)
 
 # The thorough run, outside CI's budget: every test but the Connect ones, the heaviest
 # property-based runs (marker `slow`) included, and every property test with more examples
 # (harness.examples: LAKEHISTORY_THOROUGH=1).
 test-slow: setup-test
-	LAKEHISTORY_THOROUGH=1 $(BIN)/python -m pytest -m "not connect"
+	LAKEHISTORY_THOROUGH=1 $(BIN)/python -m pytest -m "not connect" $(PYTEST_PROCESSES)
 
 # dbt's adapter conformance suite (dbt-tests-adapter) on the sparksession adapter: a pytest run of
 # its own, since dbt's test framework brings its own fixtures and projects.

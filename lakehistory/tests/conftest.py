@@ -58,3 +58,13 @@ def demo(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProjec
         generate(project.landing, DEMO_CONFIG, extract_tables=DEMO_EXTRACTS, only_sync=sync)
         project.run_ok("build")
     return project
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`make test-python` runs the tests in two processes (pytest-xdist, `--dist loadgroup`). Each
+    test file goes to one process, which builds its module fixtures once; every test that reads
+    the demo goes to one process, which builds the demo once."""
+    for item in items:
+        group = "demo" if "demo" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
