@@ -68,3 +68,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         group = "demo" if "demo" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    # pytest-xdist passes a test's group to its scheduler in the test's node id. Under a pytest it
+    # does not support, the ids stay as they were and every group is lost without a word (the demo
+    # then built in each process): stop instead. setup/requirements.lock says which pytest.
+    ungrouped = [i for i in ids if "@" not in i]
+    if node.config.getoption("dist") == "loadgroup" and ungrouped:
+        pytest.exit(
+            f"pytest-xdist did not group {len(ungrouped)} tests (e.g. {ungrouped[0]}) under this pytest:"
+            " install the pytest that setup/requirements.lock pins",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
