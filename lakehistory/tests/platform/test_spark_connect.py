@@ -10,14 +10,17 @@ session of the other tests do not belong in one process.
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from embedded_reference import comparable, stored_relations
 from standalone import Cluster, free_port, standalone_cluster
 
 from harness import JVM_FOR_SHORT_QUERIES, PROFILES_DIR, DbtProject, copy_project, unique_schema
@@ -29,12 +32,7 @@ pytestmark = pytest.mark.connect
 # Two days of the CRMP demo: batches merged, extracts snapshotted, _hx, events and states built.
 DEMO = GeneratorConfig(scale=2, syncs=2, seed=5)
 EXTRACTS = ["meta_history", "meta_vars"]
-# Columns that hold the wall-clock time of a run (or are made from it), so differ between builds:
-# a transaction's times and uuid, the events' and states' transaction times, and the dbt columns of
-# the one snapshot without an updated_at column (dbt stamps its versions with the run's time).
-WALL_CLOCK = {"txn_uuid", "started_at", "committed_at", "_hist_time", "at", "created_at", "updated_at", "uuid"}
-SNAPSHOT_CLOCK = {"dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to"}
-WALL_CLOCK_OF = {"platform_variables_snapshot": WALL_CLOCK | SNAPSHOT_CLOCK}
+REFERENCE_SCRIPT = Path(__file__).with_name("embedded_reference.py")
 # Both builds run their nodes one at a time: with more dbt threads the history models and captures
 # take their transaction ids in the order they reach the writer lock, so the ids (and the versions
 # made of them) would differ between two builds of the same landing.
@@ -46,39 +44,35 @@ def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("connect-lakehouse")
 
 
-# The embedded build: one process, one Spark session, a dbt build per day as `make demo` runs it,
-# but for the data tests: a reference for the tables, which the `demo` fixture's build tests.
-EMBEDDED_BUILD = """
-import sys
-from pathlib import Path
-from dbt.cli.main import dbtRunner
-from lakehistory_tools.generator import GeneratorConfig, generate
-
-project, profiles, scale, syncs, seed, extracts = sys.argv[1:]
-config = GeneratorConfig(scale=int(scale), syncs=int(syncs), seed=int(seed))
-for sync in range(1, config.syncs + 1):
-    generate(Path(project) / "landing", config, extract_tables=extracts.split(","), only_sync=sync)
-    args = ["build", "--exclude-resource-type", "test", "--threads", "1", "--target", "local", "--project-dir",
-            project, "--profiles-dir", profiles]
-    if not dbtRunner().invoke(args).success:
-        sys.exit(f"embedded dbt build of day {sync} failed")
-"""
-
-
 @pytest.fixture(scope="module")
-def embedded(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
-    """The demo built by the embedded engine in a process of its own: the reference for the
-    cluster's build. It has ended before the server starts on the same lakehouse (its Derby
-    metastore serves one process), so the server sees these tables."""
-    project = DbtProject(copy_project(tmp_path_factory.mktemp("embedded") / "project"), unique_schema("embedded"))
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], dict[str, Counter]]]:
+    """The reference for the cluster's build: the demo built by the embedded engine
+    (embedded_reference.py) in a process and a lakehouse of its own. It starts before the cluster
+    does and builds while the cluster starts and builds (the cluster's processes leave part of the
+    two cores idle); the fixture's value waits for it and returns its tables' rows."""
+    work = tmp_path_factory.mktemp("embedded")
+    project = DbtProject(copy_project(work / "project"), unique_schema("embedded"))
     _, env = project.process()
-    env |= {"LAKEHISTORY_LAKEHOUSE": str(lakehouse), "LAKEHISTORY_DRIVER_MEMORY": "2g"}
+    env |= {"LAKEHISTORY_LAKEHOUSE": str(work / "lakehouse"), "LAKEHISTORY_DRIVER_MEMORY": "2g"}
+    env.pop("SPARK_REMOTE", None)
+    out, log = work / "tables.pickle", work / "build.log"
     args = [str(project.project_dir), str(PROFILES_DIR), str(DEMO.scale), str(DEMO.syncs), str(DEMO.seed)]
-    build = subprocess.run(  # noqa: S603 - this venv's Python on this test's project
-        [sys.executable, "-c", EMBEDDED_BUILD, *args, ",".join(EXTRACTS)], capture_output=True, text=True, env=env
-    )
-    assert build.returncode == 0, f"{build.stderr[-3000:]}\n{build.stdout[-5000:]}"
-    return project
+    with (
+        log.open("w") as said,
+        subprocess.Popen(  # noqa: S603 - this venv's Python on this test's project
+            [sys.executable, str(REFERENCE_SCRIPT), *args, ",".join(EXTRACTS), str(out)],
+            stdout=said,
+            stderr=said,
+            env=env,
+        ) as build,
+    ):
+
+        def tables() -> dict[str, Counter]:
+            assert build.wait() == 0, log.read_text()[-8000:]
+            return pickle.loads(out.read_bytes())  # noqa: S301 - this test's own file
+
+        yield tables
+        build.kill()  # a test that failed before it waited
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +82,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def connect_url(lakehouse: Path, embedded: DbtProject, cluster: Cluster):
+def connect_url(lakehouse: Path, embedded: Callable, cluster: Cluster):  # the reference starts first
     port = free_port()
     settings = connect_server.ServerSettings(
         lakehouse,
@@ -125,18 +119,6 @@ def connect_url(lakehouse: Path, embedded: DbtProject, cluster: Cluster):
         os.environ.pop("SPARK_REMOTE", None)
         server.terminate()
         server.wait(timeout=60)
-
-
-def comparable(spark, schema: str, table: str) -> Counter:
-    """A table's rows as a multiset, without the wall-clock columns, and with the schema name
-    left out of the table names the transactions record."""
-    from pyspark.sql import functions as F
-
-    frame = spark.table(f"`{schema}`.`{table}`")
-    frame = frame.select(*sorted(c for c in frame.columns if c not in WALL_CLOCK_OF.get(table, WALL_CLOCK)))
-    if "history_table" in frame.columns:
-        frame = frame.withColumn("history_table", F.replace("history_table", F.lit(f"{schema}."), F.lit("")))
-    return Counter(tuple(row) for row in frame.collect())
 
 
 def as_of(spark, schema: str, version: int) -> list[tuple]:
@@ -187,7 +169,7 @@ def cluster_build(connect_url: str, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def test_the_demo_builds_on_a_cluster_as_it_does_embedded(
-    cluster_build: tuple[DbtProject, Reads], connect_url: str, embedded: DbtProject, cluster: Cluster
+    cluster_build: tuple[DbtProject, Reads], connect_url: str, embedded: Callable, cluster: Cluster
 ) -> None:
     project, _ = cluster_build
     from pyspark.sql import SparkSession
@@ -199,16 +181,13 @@ def test_the_demo_builds_on_a_cluster_as_it_does_embedded(
 
     # Every table and view of the build equals the embedded engine's: history rows with their
     # validity, transactions, _hx ids and history foreign keys, events, states, snapshots, seeds.
-    def tables_of(schema: str) -> list[str]:  # without the session's temporary views
-        return sorted(r["tableName"] for r in project.rows(f"show tables in `{schema}`") if not r["isTemporary"])
-
-    tables = tables_of(embedded.schema)
-    assert tables_of(project.schema) == tables
+    reference = embedded()
+    assert stored_relations(spark, project.schema) == sorted(reference)
     for table in ("lakehistory_transactions", "meta_station_history", "obs_raw_hx", "meta_station_states"):
-        assert table in tables, table
+        assert table in reference, table
     differ = {}
-    for table in tables:
-        want, got = comparable(spark, embedded.schema, table), comparable(spark, project.schema, table)
+    for table, want in reference.items():
+        got = comparable(spark, project.schema, table)
         if not want or got != want:
             differ[table] = (len(want), list((got - want).items())[:3], list((want - got).items())[:3])
     assert not differ, f"tables empty or not as the embedded build made them: {differ}"
