@@ -11,6 +11,7 @@ neither this process's Derby metastore (which serves one process) nor its sessio
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
 from collections import Counter
@@ -42,8 +43,6 @@ def comparable(spark, schema: str, table: str) -> Counter:
 
 
 def main(project: str, profiles: str, scale: str, syncs: str, seed: str, extracts: str, out: str) -> None:
-    import os
-
     from dbt.cli.main import dbtRunner
     from pyspark.sql import SparkSession
 

@@ -54,7 +54,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], 
     project = DbtProject(copy_project(work / "project"), unique_schema("embedded"))
     _, env = project.process()
     env |= {"LAKEHISTORY_LAKEHOUSE": str(work / "lakehouse"), "LAKEHISTORY_DRIVER_MEMORY": "2g"}
-    env.pop("SPARK_REMOTE", None)
+    env.pop("SPARK_REMOTE", None)  # PySpark would make its session a Connect client of the server
     out, log = work / "tables.pickle", work / "build.log"
     args = [str(project.project_dir), str(PROFILES_DIR), str(DEMO.scale), str(DEMO.syncs), str(DEMO.seed)]
     with (
