@@ -53,9 +53,10 @@ lint: setup
 # The suite in two processes (pytest-xdist), each with a Spark session of its own: one test process
 # keeps the two cores only partly busy (its JVM waits on dbt's Python between statements), so two
 # share them with little left idle. conftest.py keeps each test file in one process, and every test
-# that reads the demo in one, so no module fixture and no demo is built twice.
+# that reads the demo in one, so no module fixture and no demo is built twice, and queues the
+# longest groups first (--no-loadscope-reorder: pytest-xdist would queue the most tests first).
 TEST_PROCESSES ?= 2
-PYTEST_PROCESSES = -n $(TEST_PROCESSES) --dist loadgroup
+PYTEST_PROCESSES = -n $(TEST_PROCESSES) --dist loadgroup --no-loadscope-reorder
 
 test-python: setup-test
 	$(BIN)/python -m pytest -m "not connect and not slow" $(PYTEST_PROCESSES)

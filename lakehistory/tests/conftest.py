@@ -60,14 +60,41 @@ def demo(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProjec
     return project
 
 
+# The groups that take longest (seconds in one process, `make test-python` with `--durations=0`
+# summed per group, 2026-11-27). pytest-xdist hands a process its next group when it is nearly
+# done with its last: the longest first, the short ones last, so that neither process waits for
+# the other at the end (when the long groups came last, one process idled for 105 s).
+GROUP_SECONDS = {
+    "demo": 465,
+    "lakehistory/tests/history/test_bad_input.py": 300,
+    "lakehistory/tests/changes/test_events_and_states.py": 255,
+    "lakehistory/tests/hx/test_hx_tables.py": 215,
+    "lakehistory/tests/time_travel/test_time_travel.py": 190,
+    "lakehistory/tests/history/test_fivetran_history.py": 165,
+    "lakehistory/tests/history/test_revert.py": 155,
+    "tools/tests/test_bench_smoke.py": 125,
+    "lakehistory/tests/history/test_stops.py": 125,
+    "lakehistory/tests/time_travel/test_retention.py": 100,
+    "lakehistory/tests/history/test_writer_lock.py": 65,
+    "lakehistory/tests/history/test_catch_up.py": 60,
+    "lakehistory/tests/history/test_schema_evolution.py": 55,
+}
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """`make test-python` runs the tests in two processes (pytest-xdist, `--dist loadgroup`). Each
     test file goes to one process, which builds its module fixtures once; every test that reads
-    the demo goes to one process, which builds the demo once."""
+    the demo goes to one process, which builds the demo once. The groups are queued longest
+    first (GROUP_SECONDS, then by number of tests; the Makefile keeps pytest-xdist from
+    reordering them), each group's tests in the order they were collected."""
+    groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         group = "demo" if "demo" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+        groups.setdefault(group, []).append(item)
+    queue = sorted(groups, key=lambda g: (-GROUP_SECONDS.get(g, 0), -len(groups[g])))  # stable: ties as collected
+    items[:] = [item for group in queue for item in groups[group]]
 
 
 def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
