@@ -77,6 +77,8 @@ def server_conf(settings: ServerSettings) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
+        # a history run needs about 350 compiled query classes, the same each run; Spark keeps 100
+        "spark.sql.codegen.cache.maxEntries": "1000",
     }
     if settings.local:
         # Sized for two cores in one JVM; on a cluster Spark's defaults (adaptive execution
