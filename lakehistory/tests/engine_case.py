@@ -15,7 +15,7 @@ from lakehistory.history.apply import apply_pending
 from lakehistory.landing.batch import Batch, Column
 from lakehistory.landing.staging import register_pending_batches
 from lakehistory.landing.writer import write_batch
-from oracle.streams import DELETED_COLUMN
+from oracle.streams import deleted_column_of
 from oracle.transaction_time import ordered
 
 OPEN = 9223372036854775807
@@ -57,7 +57,7 @@ class Engine:
             staged=f"`{view}`",
             transactions=self.transactions,
             keys=key,
-            deleted_column=DELETED_COLUMN if any(c.name == DELETED_COLUMN for c in columns) else None,
+            deleted_column=deleted_column_of(columns),
             versioning={"version_type": "integer", "open_end": "max", "append_only": False},
             uuid_sql=self.uuid_sql,
             exists=spark.catalog.tableExists(f"{self.project.schema}.{table}"),

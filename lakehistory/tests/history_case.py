@@ -24,8 +24,12 @@ SUPERSET = [
     Column("d_dbl", "double"),
     Column("b_flag", "boolean"),
     Column("t_ts", "timestamp"),
+    Column("_fivetran_note", "string"),
     Column("deleted", "boolean"),
+    Column("_fivetran_deleted", "boolean"),
 ]
+# The same without the deleted columns: for models that give `deleted` a meaning of their own (`_hx`).
+SUPERSET_DATA = [c for c in SUPERSET if c.name not in ("deleted", "_fivetran_deleted")]
 
 
 @dataclasses.dataclass

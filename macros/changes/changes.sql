@@ -115,13 +115,14 @@ changes as (
 {%- endmacro %}
 
 
-{#- The data columns of a history table: all but the Fivetran and transaction-time columns. -#}
+{#- The data columns of a history table: all but the protocol's and transaction time's columns
+    (any other `_fivetran_*` column is data). -#}
 {% macro history_data_columns(history) %}
   {{ return(adapter.dispatch('history_data_columns', 'lakehistory')(history)) }}
 {% endmacro %}
 
 {% macro default__history_data_columns(history) %}
-  {%- set system = ['_fivetran_start', '_fivetran_end', '_fivetran_active', '_fivetran_synced', 'valid_from', 'valid_to', 'removal'] -%}
+  {%- set system = lakehistory._reserved_columns('history_system') -%}
   {{ return(adapter.get_columns_in_relation(history) | map(attribute='name') | reject('in', system) | list) }}
 {% endmacro %}
 
@@ -198,14 +199,24 @@ changes as (
 {% endmacro %}
 
 
-{#- The data columns of `history`, refused when one of them has a name the model adds itself. -#}
-{% macro _data_columns_without(history, reserved) %}
+{#- The data columns of `history`, refused when one of them has a name a `kind` model ('events',
+    'states') gives a column of its own. -#}
+{% macro _data_columns_without(history, kind) %}
   {%- set columns = lakehistory.history_data_columns(history) -%}
+  {%- set reserved = lakehistory._reserved_columns(kind) -%}
+  {%- set taken = reserved | map('lower') | list -%}
   {%- for c in columns -%}
-    {%- if c | lower in reserved or (c | lower).startswith('_hist_') -%}
+    {%- if c | lower in taken -%}
       {{ exceptions.raise_compiler_error(model.name ~ ": " ~ history ~ " has a column " ~ c
-          ~ ", a name this model gives a column of its own (" ~ ((reserved + ['_hist_*']) | join(', ')) ~ "). Rename it in the staging model.") }}
+          ~ ", a name this model gives a column of its own (" ~ (reserved | join(', ')) ~ "). Rename it in the history model's select.") }}
     {%- endif -%}
   {%- endfor -%}
   {{ return(columns) }}
+{% endmacro %}
+
+
+{#- The column names lakehistory gives a `kind` table's own columns (lakehistory.names.RESERVED),
+    or with 'history_system' the columns a history table adds to its source's. -#}
+{% macro _reserved_columns(kind) %}
+  {{ return(adapter.call_python('lakehistory.names:reserved_columns', {'kind': kind})) }}
 {% endmacro %}

@@ -30,7 +30,7 @@
   {%- if not execute or load_relation(history) is none -%}
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
-  {%- set columns = lakehistory._data_columns_without(history, []) -%}
+  {%- set columns = lakehistory._data_columns_without(history, 'events') -%}
   {%- do lakehistory._take_new_columns(history, columns) -%}
   {%- set last = lakehistory._last_recorded_txn('_hist_trans_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last) -%}
@@ -115,9 +115,10 @@ from (
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}
   {%- set keys = lakehistory._events_keys(events) -%}
+  {%- set system = lakehistory._reserved_columns('events') -%}
   {%- set columns = [] -%}
   {%- for c in adapter.get_columns_in_relation(events) -%}
-    {%- if c.name not in keys and not c.name.startswith('_hist_') -%}{%- do columns.append(c.name) -%}{%- endif -%}
+    {%- if c.name not in keys and c.name not in system -%}{%- do columns.append(c.name) -%}{%- endif -%}
   {%- endfor -%}
   {%- set window = ['true'] -%}
   {%- if from_time is not none -%}{%- do window.append('`_hist_time` >= (' ~ from_time ~ ')') -%}{%- endif -%}

@@ -38,8 +38,7 @@
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
   {%- set keys = lakehistory.history_keys(history) -%}
-  {%- set columns = lakehistory._data_columns_without(history, ['action', 'version', 'uuid', 'puuid', 'txn', 'txn_id',
-      'author', 'app_id', 'created_at', 'updated_at', 'valid_created_at', 'valid_updated_at', 'deleted']) -%}
+  {%- set columns = lakehistory._data_columns_without(history, 'states') -%}
   {%- do lakehistory._take_new_columns(history, columns) -%}
   {%- set operations = ['batch', 'revert', 'cleanup'] -%}
   {%- set last = lakehistory._last_recorded_txn('txn_id') -%}

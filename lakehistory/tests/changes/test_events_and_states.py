@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from history_case import SUPERSET, HistoryCase, T, batch, naive, normalize, pad, version
+from history_case import SUPERSET_DATA, HistoryCase, T, batch, naive, normalize, pad, version
 from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, examples, unique_schema
@@ -18,7 +18,7 @@ from lakehistory.history import apply
 from lakehistory.landing.batch import ACTIVE, END, ONE_MS, START, Column
 from oracle.fivetran import apply_batch
 from oracle.replay import DELETE, INSERT, UPDATE_FROM, UPDATE_TO, decode, replay_events, replay_states
-from oracle.streams import batch_streams
+from oracle.streams import batch_streams, key_columns_of
 
 DATABASE_ID = 0x0123456789  # 40 bits: every uuid must carry it
 
@@ -213,8 +213,8 @@ def test_random_streams_replay_to_the_reference_and_the_time_travel_answers(
     )
     @given(stream=streams.filter(lambda s: len(s[2]) >= 3))
     def check(stream) -> None:
-        _, key, batches = stream
-        columns = [Column("id", "bigint")] + ([Column("region", "string")] if composite else []) + SUPERSET[:-1]
+        stream_columns, key, batches = stream
+        columns = key_columns_of(stream_columns, key) + SUPERSET_DATA
         data = [c.name for c in columns]
         name = f"chg_{'c' if composite else 's'}_{next(counter)}"
         case = HistoryCase(project, name, columns, key)

@@ -42,19 +42,24 @@ from lakehistory.landing.batch import (
 )
 
 __all__ = [
-    "DELETED_COLUMN",
+    "DELETED_COLUMNS",
     "NULL_TOKENS",
     "TABLE",
     "UNMODIFIED_TOKENS",
     "VALUE_STRATEGIES",
     "batch_streams",
+    "deleted_column_of",
+    "key_columns_of",
     "streams_with_history",
     "string_values",
 ]
 
 TABLE = "oracle_stream"
-DELETED_COLUMN = "deleted"
-MISSING_DELETED_COLUMN = "_fivetran_deleted"  # named by batches of tables that lack it
+# A table's deleted column: a plain name, or Fivetran's own (data like any other column).
+DELETED_COLUMNS = ("deleted", "_fivetran_deleted")
+MISSING_DELETED_COLUMN = "is_deleted"  # named by batches of tables that lack it
+# A single key: a plain name, or the key Fivetran gives a table without a primary key.
+SINGLE_KEYS = ("id", "_fivetran_id")
 NULL_TOKENS = ("\\N", "NULL", "<null>", "∅")
 UNMODIFIED_TOKENS = ("__unmodified__", "<unmod>", "~u~")
 _TOKENS = frozenset(NULL_TOKENS + UNMODIFIED_TOKENS)
@@ -83,6 +88,7 @@ _DATA_COLUMNS = (
     Column("d_dbl", "double"),
     Column("b_flag", "boolean"),
     Column("t_ts", "timestamp"),
+    Column("_fivetran_note", "string"),  # a connector's own column: data, whatever its prefix
 )
 _ID_VALUES = (1, 2, -7, 2**62)
 _REGION_VALUES = ("a", "b,c", 'q"t', "ü", "")
@@ -114,14 +120,15 @@ class _Stream:
         key: list[str],
         keys: list[Key],
         deleted_mode: str,
+        deleted_name: str,
         max_events: int,
     ) -> None:
         self.draw = draw
         self.columns = columns
         self.key = key
         self.keys = keys
-        self.deleted = DELETED_COLUMN if deleted_mode == "table" else None
-        self.named = {"table": DELETED_COLUMN, "named_missing": MISSING_DELETED_COLUMN}.get(deleted_mode)
+        self.deleted = deleted_name if deleted_mode == "table" else None
+        self.named = {"table": deleted_name, "named_missing": MISSING_DELETED_COLUMN}.get(deleted_mode)
         self.data = [c for c in columns if c.name not in key and c.name != self.deleted]
         self.max_events = max_events
         self.timeline: dict[Key, list[_Version]] = {}
@@ -313,10 +320,12 @@ def streams_with_history(
     late version with its old `_fivetran_end`."""
     composite = draw(st.booleans()) if composite_key is None else composite_key
     mode = deleted_mode or draw(st.sampled_from(["none", "table", "named_missing"]))
-    key_columns = [Column("id", "bigint")] + ([Column("region", "string")] if composite else [])
+    deleted_name = draw(st.sampled_from(DELETED_COLUMNS))
+    first_key = "id" if composite else draw(st.sampled_from(SINGLE_KEYS))
+    key_columns = [Column(first_key, "bigint")] + ([Column("region", "string")] if composite else [])
     extra = draw(st.lists(st.sampled_from(_DATA_COLUMNS[1:]), unique=True, max_size=len(_DATA_COLUMNS) - 1))
     data = [c for c in _DATA_COLUMNS if c == _DATA_COLUMNS[0] or c in extra]
-    columns = key_columns + data + ([Column(DELETED_COLUMN, "boolean")] if mode == "table" else [])
+    columns = key_columns + data + ([Column(deleted_name, "boolean")] if mode == "table" else [])
     key = [c.name for c in key_columns]
     key_value = (
         st.tuples(st.sampled_from(_ID_VALUES), st.sampled_from(_REGION_VALUES))
@@ -325,7 +334,7 @@ def streams_with_history(
     )
     keys = draw(st.lists(key_value, min_size=1, max_size=max_keys, unique=True))
 
-    stream = _Stream(draw, columns, key, keys, mode, max_events)
+    stream = _Stream(draw, columns, key, keys, mode, deleted_name, max_events)
     batches: list[Batch] = []
     count = draw(st.integers(1, max_batches))
     while len(batches) < count:
@@ -346,19 +355,31 @@ def batch_streams(
 ) -> st.SearchStrategy[tuple[list[Column], list[str], list[Batch]]]:
     """A strategy of `(columns, key, batches)` for one table.
 
-    columns: key and data columns in table order (`id` bigint and, for composite keys, `region`
-        string; `s_text` string plus a random subset of bigint/double/boolean/timestamp columns;
-        `deleted` boolean when the table has a deleted column).
+    columns: key and data columns in table order (`id` or `_fivetran_id` bigint, or for composite
+        keys `id` and `region` string; `s_text` string plus a random subset of
+        bigint/double/boolean/timestamp columns and `_fivetran_note` string; `deleted` or
+        `_fivetran_deleted` boolean when the table has a deleted column).
     key: the source primary-key column names (1 or 2 columns; up to `max_keys` key values).
     batches: 1..max_batches batches with sequences 1, 2, ..., each with 1..max_events source events
         (a re-delivered batch repeats the previous one's content with the next id and sequence).
     composite_key: force a 2-column (True) or 1-column (False) key; drawn when None.
-    deleted_mode: "none" (no deleted column), "table" (the table has `deleted` and batches name
-        it), "named_missing" (batches name `_fivetran_deleted`, which the table lacks); drawn when None.
+    deleted_mode: "none" (no deleted column), "table" (the table has `deleted` or
+        `_fivetran_deleted` and batches name it), "named_missing" (batches name `is_deleted`, which
+        the table lacks); drawn when None.
     """
     return streams_with_history(max_batches, max_keys, max_events, composite_key, deleted_mode).map(
         lambda s: (s[0], s[1], s[2])
     )
+
+
+def deleted_column_of(columns: Sequence[Column]) -> str | None:
+    """The stream's deleted column, when its table has one."""
+    return next((c.name for c in columns if c.name in DELETED_COLUMNS), None)
+
+
+def key_columns_of(columns: Sequence[Column], key: Sequence[str]) -> list[Column]:
+    """The stream's key columns, in key order."""
+    return [next(c for c in columns if c.name == k) for k in key]
 
 
 def keys_of(rows: Sequence[Row], key: Sequence[str]) -> list[Key]:

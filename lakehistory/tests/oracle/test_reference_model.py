@@ -35,7 +35,7 @@ from lakehistory.landing.batch import (
 from lakehistory.landing.writer import format_timestamp, write_batch
 
 from .fivetran import BatchError, apply_batch, apply_stream, earliest_set, state_at
-from .streams import batch_streams, streams_with_history
+from .streams import DELETED_COLUMNS, batch_streams, streams_with_history
 
 BASE = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 
@@ -526,7 +526,7 @@ def test_streams_rebuild_the_source_history(stream):
     Late versions differ only in the end of the row before them, which rule 8 does not touch."""
     _, key, batches, history, late = stream
     table = apply_stream(batches)
-    drop = (SYNCED, "deleted") + ((END,) if late else ())
+    drop = (SYNCED, *DELETED_COLUMNS) + ((END,) if late else ())
     assert _versions(table, drop) == _versions(history, drop)
     if late:
         ends = {(tuple(r[c] for c in key), r[START]): r[END] for r in history}

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from harness import DbtProject, copy_project, examples, unique_schema
 from lakehistory.landing.batch import ONE_MS, TMAX, Batch, Column
 from oracle.fivetran import apply_batch
-from oracle.streams import batch_streams
+from oracle.streams import batch_streams, deleted_column_of, key_columns_of
 
 DATABASE_ID = 0xABCDEF0123  # 40 bits
 
@@ -115,9 +115,10 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
     )
     @given(stream=batch_streams(max_batches=4, max_keys=3, max_events=3, composite_key=False))
     def check(stream) -> None:
-        _, key_names, batches = stream
-        columns = [Column("id", "bigint")] + SUPERSET
-        case = HistoryCase(project, f"tt_{next(counter)}", columns, key_names, deleted_column="deleted")
+        stream_columns, key_names, batches = stream
+        columns = key_columns_of(stream_columns, key_names) + SUPERSET
+        deleted = deleted_column_of(stream_columns) or "deleted"
+        case = HistoryCase(project, f"tt_{next(counter)}", columns, key_names, deleted_column=deleted)
         # the state after each of this table's transactions, from the reference model
         states: list[tuple[int, list]] = []
         reference: list = []

@@ -90,7 +90,7 @@ def apply_pending(
     versions = Versioning(**versioning)
     # The lock is this process's; the statements run in a copy of dbt's session (session.py).
     with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
-        layout = layout_of(spark, staged, keys, deleted_column)
+        layout = layout_of(spark, staged, keys, deleted_column, table=target)
         if not exists:
             create_table(spark, target, layout, versions)
         else:

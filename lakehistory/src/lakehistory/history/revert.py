@@ -26,9 +26,10 @@ from lakehistory.history.group import MERGE_SOURCE_COPY, own_commit
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.sql import cols, q, same_key
 from lakehistory.history.table import HistoryError, Versioning
+from lakehistory.names import VALID_FROM, VALID_TO
 
 REVERT_VIEW = "`__lh_revert`"
-SYSTEM_TIME = ("valid_from", "valid_to")
+SYSTEM_TIME = (VALID_FROM, VALID_TO)
 
 
 def revert(

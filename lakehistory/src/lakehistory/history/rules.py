@@ -45,12 +45,12 @@ from dataclasses import dataclass
 
 from lakehistory.history.rewrites import schema_change_ctes, truncate_cte
 from lakehistory.history.sql import cols, lit, q, same_key
-from lakehistory.landing.batch import ACTIVE, EARLIEST, END, START, SYNCED
+from lakehistory.names import ACTIVE, EARLIEST, END, FIVETRAN_SYSTEM, START, SYNCED
 
 GROUP_VIEW = "__lh_group"
 STORED_VIEW = "__lh_stored"
 CANDIDATES_VIEW = "__lh_candidates"
-SYSTEM = (START, END, ACTIVE, SYNCED)
+SYSTEM = FIVETRAN_SYSTEM
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,20 @@ from pyspark.sql import SparkSession
 
 from lakehistory.history.rules import SYSTEM, Layout
 from lakehistory.history.sql import cols, q
-from lakehistory.landing.batch import ACTIVE, END, START, SYNCED
+from lakehistory.landing.spec import STAGING_COLUMNS
+from lakehistory.names import (
+    ACTIVE,
+    END,
+    FIVETRAN_PROTOCOL,
+    HISTORY_SYSTEM,
+    START,
+    SYNCED,
+    ReservedNameError,
+    refuse_reserved,
+)
 
 MAX_BIGINT = 9223372036854775807
 MAX_TIMESTAMP = "timestamp'9999-12-31 23:59:59.999999'"
-HISTORY_COLUMNS = ("valid_from", "valid_to", "removal")
 # Delta stores a column whose name holds one of these only with column mapping by name.
 MAPPED_NAME_CHARACTERS = frozenset(" ,;{}()\n\t=")
 COLUMN_MAPPING = "'delta.columnMapping.mode' = 'name'"
@@ -48,8 +57,22 @@ class Versioning:
         return f"{alias}.`valid_to` = {self.open}"
 
 
-def layout_of(spark: SparkSession, staged: str, keys: Sequence[str], deleted_column: str | None) -> Layout:
-    fields = [f for f in spark.table(staged).schema.fields if not f.name.startswith("_lh_")]
+def layout_of(
+    spark: SparkSession, staged: str, keys: Sequence[str], deleted_column: str | None, table: str = ""
+) -> Layout:
+    """The table's columns from the model's rows: every column but the protocol's and staging's
+    own is the table's, whatever its name (`_fivetran_deleted`, `_fivetran_id`, ...)."""
+    fields = [f for f in spark.table(staged).schema.fields if f.name not in STAGING_COLUMNS]
+    own = {name.lower() for name in FIVETRAN_PROTOCOL}
+    try:
+        refuse_reserved(
+            table or staged,
+            [f.name for f in fields if f.name.lower() not in own],
+            "history",
+            hint="Rename it in the model's select: `select * except ({column}), {column} as source_{column} from ...`.",
+        )
+    except ReservedNameError as exc:
+        raise HistoryError(str(exc)) from None
     types = {f.name: f.dataType.simpleString() for f in fields}
     for system in SYSTEM:
         if system not in types:
@@ -57,7 +80,7 @@ def layout_of(spark: SparkSession, staged: str, keys: Sequence[str], deleted_col
     for key in keys:
         if key not in types:
             raise HistoryError(f"key column {key} is not a column of the model's rows.")
-    data = tuple(f.name for f in fields if f.name not in keys and not f.name.startswith("_fivetran_"))
+    data = tuple(f.name for f in fields if f.name not in keys and f.name.lower() not in own)
     if deleted_column and deleted_column not in data:
         raise HistoryError(f"deleted_column {deleted_column} is not a column of the model's rows.")
     return Layout(tuple(keys), data, types, deleted_column)
@@ -118,7 +141,7 @@ def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
                 " (an add_column schema change)."
             )
     for name in stored:
-        if name not in names and not name.startswith("_fivetran_") and name not in HISTORY_COLUMNS:
+        if name not in names and name not in HISTORY_SYSTEM:
             raise HistoryError(
                 f"{target} has column {name}, which the source does not declare and no landed batch adds (spec rule"
                 " 17). Declare it in the source's columns with its data_type."

@@ -13,13 +13,6 @@ from lakehistory.history.sql import q
 from lakehistory.hx.corrections import corrections
 from lakehistory.hx.foreign_keys import resolve_foreign_key
 from lakehistory.hx.model import (
-    DELETED,
-    EXTRACT_SYSTEM,
-    FIVETRAN_SYSTEM,
-    MOD_TIME,
-    MOD_USER,
-    SNAPSHOT_SYSTEM,
-    TXN_ID,
     ForeignKey,
     HxError,
     HxSpec,
@@ -28,6 +21,19 @@ from lakehistory.hx.model import (
     key_range,
 )
 from lakehistory.hx.sources import FivetranSource, SnapshotSource, Source
+from lakehistory.names import (
+    DELETED,
+    EXTRACT_SYSTEM,
+    HISTORY_SYSTEM,
+    MOD_TIME,
+    MOD_USER,
+    SNAPSHOT_SYSTEM,
+    START,
+    TXN_ID,
+    VALID_TO,
+    ReservedNameError,
+    refuse_reserved,
+)
 
 
 def _spec_from_meta(meta: Mapping, source: DataFrame, parents: Mapping[str, DataFrame]) -> tuple[HxSpec, str]:
@@ -37,11 +43,8 @@ def _spec_from_meta(meta: Mapping, source: DataFrame, parents: Mapping[str, Data
     table, key, source_name = hx.get("table"), tuple(hx.get("key") or ()), hx.get("source")
     if not table or not key or not source_name:
         raise HxError("meta.lakehistory.hx needs table, key and source")
-    system = set(FIVETRAN_SYSTEM + SNAPSHOT_SYSTEM + EXTRACT_SYSTEM) | {"removal"}
-    # mod_time and mod_user are the system's: a source column of that name is never taken over.
-    columns = tuple(
-        c for c in source.columns if c not in system and not c.startswith("_lh_") and c not in (MOD_TIME, MOD_USER)
-    )
+    system = {c.lower() for c in (*HISTORY_SYSTEM, *SNAPSHOT_SYSTEM, *EXTRACT_SYSTEM)}
+    columns = tuple(c for c in source.columns if c.lower() not in system)
     if missing := [k for k in key if k not in columns]:
         raise HxError(f"{hx_table(table)}: key column(s) {', '.join(missing)} not in {source_name}")
     fks = []
@@ -53,9 +56,10 @@ def _spec_from_meta(meta: Mapping, source: DataFrame, parents: Mapping[str, Data
         parent_table = parent[: -len("_hx")] if parent.endswith("_hx") else parent
         fks.append(ForeignKey(cols, parent_table, tuple(entry.get("parent_columns") or cols), parents[parent]))
     spec = HxSpec(table, key, columns, tuple(fks))
-    clash = {DELETED, TXN_ID, spec.hx_id, *(fk.hx_column for fk in fks)} & set(columns)
-    if clash:
-        raise HxError(f"{hx_table(table)}: source column(s) {', '.join(sorted(clash))} clash with _hx system columns")
+    try:
+        refuse_reserved(hx_table(table), columns, "hx", extra=[spec.hx_id, *(fk.hx_column for fk in fks)])
+    except ReservedNameError as exc:
+        raise HxError(f"{exc} ({source_name})") from None
     return spec, source_name
 
 
@@ -71,8 +75,8 @@ def build_hx(
     model's `dbt.config.get("meta")` (dbt hands a Python model only the configs its own file reads);
     `transactions` the project's transactions table, as dbt resolves it (`dbt.source(...)`)."""
     spec, source_name = _spec_from_meta(meta or {}, source, parents or {})
-    if "_fivetran_start" in source.columns:
-        if "valid_to" not in source.columns:
+    if START in source.columns:
+        if VALID_TO not in source.columns:
             raise HxError(
                 f"{hx_table(spec.table)}: append-only history tables (no valid_to) are not a supported source yet"
             )

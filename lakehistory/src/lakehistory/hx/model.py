@@ -8,13 +8,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakehistory.history.sql import q
+from lakehistory.names import DELETED, MOD_TIME, MOD_USER, TXN_ID, hx_id
 
-MOD_TIME, MOD_USER, DELETED, TXN_ID = "mod_time", "mod_user", "deleted", "txn_id"
 ONE_MS = F.expr("INTERVAL 1 MILLISECOND")
-
-FIVETRAN_SYSTEM = ("_fivetran_start", "_fivetran_end", "_fivetran_active", "_fivetran_synced", "valid_from", "valid_to")
-SNAPSHOT_SYSTEM = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to", "dbt_is_deleted")
-EXTRACT_SYSTEM = ("extracted_at", "extracted_by")
 
 
 class HxError(ValueError):
@@ -24,11 +20,6 @@ class HxError(ValueError):
 def hx_table(table: str) -> str:
     """`xxx` -> `xxx_hx` (seed 003)."""
     return f"{table}_hx"
-
-
-def hx_id(table: str) -> str:
-    """`xxx` -> `xxx_hx_id`: the full main-table name, not its key's (seed 003)."""
-    return f"{table}_hx_id"
 
 
 def col(name: str) -> Column:

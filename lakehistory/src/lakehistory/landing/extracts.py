@@ -20,11 +20,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.history.sql import q
+from lakehistory.names import EXTRACTED_AT, EXTRACTED_BY, ReservedNameError, refuse_reserved
 
 from .rows import read_csv, typed
 from .spec import first_line
-
-EXTRACTED_AT, EXTRACTED_BY = "extracted_at", "extracted_by"
 
 
 class ExtractError(ValueError):
@@ -140,6 +139,15 @@ def stage_next_extract(
     """Entry point for dbt (`adapter.call_python`): write the extract `snapshot` is to capture
     next to the Delta table `staged` (replacing what it held). Returns the extract's day (None when
     no extract has landed yet: `staged` is then empty)."""
+    try:
+        refuse_reserved(
+            f"Extract {table}",
+            [c for c, _ in columns],
+            "extract",
+            hint=f"Declare the source's columns only: every extract also carries {EXTRACTED_AT} and {EXTRACTED_BY}.",
+        )
+    except ReservedNameError as exc:
+        raise ExtractError(str(exc)) from None
     days = extract_days(spark, landing_root, table)
     done = captured_day(spark, transactions, snapshot)
     todo = [d for d in days if done is None or d[0] > done]

@@ -11,6 +11,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, LongType, StringType, StructField, StructType
 
+from lakehistory.names import RESERVED, STAGING_PREFIX, collisions
+
 from .batch import Column
 from .spec import (
     FORMAT_VERSION,
@@ -197,8 +199,15 @@ def _check_schema_change(folder: str, index: int, change: dict, spec: TableSpec)
     if not change.get("column") or not change.get("at"):
         raise batch_error(folder, f"{where} ({change['op']}) needs a 'column' and an 'at' timestamp")
     column = change["column"]
-    if column in spec.key or column.startswith("_fivetran_") or column.startswith("_lh_"):
-        raise batch_error(folder, f"{where} ({change['op']} {column}): only a data column can be added or dropped")
+    if column in spec.key:
+        raise batch_error(folder, f"{where} ({change['op']} {column}): a key column cannot be added or dropped")
+    if collisions([column], RESERVED["history"]):
+        raise batch_error(
+            folder,
+            f"{where} ({change['op']} {column}): {column} is a name lakehistory gives a column of its own"
+            f" ({', '.join(RESERVED['history'])}, or any name starting with {STAGING_PREFIX}); only a data column"
+            " can be added or dropped",
+        )
     if change["op"] == "add_column":
         if not change.get("type"):
             raise batch_error(folder, f"{where} (add_column {column}) needs a 'type'")

@@ -6,9 +6,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import StructField, StructType
 
-from .batch import ACTIVE, EARLIEST, END, START, SYNCED, Column
+from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED, ReservedNameError, refuse_reserved
+
+from .batch import Column
 
 # The landing format's version (manifest.json `format_version`): what the writer writes, the only one staging reads.
 FORMAT_VERSION = 1
@@ -30,6 +32,30 @@ BATCH_META = (
     "_lh_truncate_mode",
     "_lh_truncate_before",
 )
+
+
+# A staged row: the source's columns, the protocol's, then staging's own, all `_lh_*`.
+PROTOCOL_TYPES = {START: "timestamp", END: "timestamp", ACTIVE: "boolean", SYNCED: "timestamp", EARLIEST: "boolean"}
+STAGING_TYPES = {
+    "_lh_unmodified": "array<string>",
+    "_lh_source_table": "string",
+    "_lh_kind": "string",
+    "_lh_batch_id": "string",
+    "_lh_sequence": "bigint",
+    "_lh_ordinal": "bigint",
+    "_lh_has_earliest_file": "boolean",
+    "_lh_deleted_column": "string",
+    "_lh_author": "string",
+    "_lh_app_id": "string",
+    "_lh_commit_message": "string",
+    "_lh_truncate_mode": "string",
+    "_lh_truncate_before": "timestamp",
+    "_lh_change_op": "string",
+    "_lh_change_column": "string",
+    "_lh_file": "string",
+    "_lh_row": "bigint",
+}
+STAGING_COLUMNS = tuple(STAGING_TYPES)
 
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
@@ -55,33 +81,23 @@ class TableSpec:
     def data_columns(self) -> tuple[Column, ...]:
         return tuple(c for c in self.columns if c.name not in self.key)
 
+    def __post_init__(self) -> None:
+        try:
+            refuse_reserved(
+                self.table,
+                [c.name for c in self.columns],
+                "landing",
+                hint="Declare the source's columns only: staging adds the protocol's columns with their types,"
+                " and its own columns start with _lh_.",
+            )
+        except ReservedNameError as exc:
+            raise BatchError(str(exc)) from None
+
     def staged_schema(self) -> StructType:
         """The typed staging schema, also what an empty run returns."""
         fields = [StructField(c.name, spark_type(c.type)) for c in self.columns]
-        fields += [
-            StructField(START, spark_type("timestamp")),
-            StructField(END, spark_type("timestamp")),
-            StructField(ACTIVE, BooleanType()),
-            StructField(SYNCED, spark_type("timestamp")),
-            StructField(EARLIEST, BooleanType()),
-            StructField("_lh_unmodified", ArrayType(StringType())),
-            StructField("_lh_source_table", StringType()),
-            StructField("_lh_kind", StringType()),
-            StructField("_lh_batch_id", StringType()),
-            StructField("_lh_sequence", LongType()),
-            StructField("_lh_ordinal", LongType()),
-            StructField("_lh_has_earliest_file", BooleanType()),
-            StructField("_lh_deleted_column", StringType()),
-            StructField("_lh_author", StringType()),
-            StructField("_lh_app_id", StringType()),
-            StructField("_lh_commit_message", StringType()),
-            StructField("_lh_truncate_mode", StringType()),
-            StructField("_lh_truncate_before", spark_type("timestamp")),
-            StructField("_lh_change_op", StringType()),
-            StructField("_lh_change_column", StringType()),
-            StructField("_lh_file", StringType()),
-            StructField("_lh_row", LongType()),
-        ]
+        fields += [StructField(name, spark_type(t)) for name, t in PROTOCOL_TYPES.items()]
+        fields += [StructField(name, spark_type(t)) for name, t in STAGING_TYPES.items()]
         return StructType(fields)
 
 
