@@ -17,8 +17,7 @@
   {%- set transactions = lakehistory.ensure_transactions_table() -%}
   {%- set staged = lakehistory.staged_extract(this) -%}
   {%- set day = "date_format(e.clock, 'yyyy-MM-dd')" -%}
-  {%- set record -%}
-  insert into {{ transactions }} ({{ lakehistory.transaction_columns() }})
+  {%- set row -%}
   select
       system.session.lakehistory_txn_id,
       {{ lakehistory.naksha_uuid('system.session.lakehistory_txn_id', 'system.session.lakehistory_started_at', 0) }},
@@ -53,6 +52,6 @@
   group by e.author, e.rows_in, e.clock
   {%- endset -%}
   {#- Recorded here, under the writer lock, not by the hook's own statement: see run_transaction. -#}
-  {%- do lakehistory.run_transaction(transactions, [], record, this) -%}
+  {%- do lakehistory.run_transaction(transactions, [], row, this) -%}
   {{ return('') }}
 {% endmacro %}

@@ -42,18 +42,18 @@
 {% endmacro %}
 
 
-{#- A transaction of a snapshot capture or a cleanup: `statements`, then `record` (the insert of
-    its row into the transactions table), run as the one writer (lakehistory.history.writer) with
+{#- A transaction of a snapshot capture or a cleanup: `statements`, then `row` (the query of its
+    row of the transactions table, recorded only if no other writer took its id), run as the one writer (lakehistory.history.writer) with
     the next id. They read the transaction from session variables: `system.session.lakehistory_txn_id`
     is the id (the largest so far + 1), `system.session.lakehistory_started_at` its start (now, but
-    always after the previous transaction's) and, in `record`, `system.session.lakehistory_delta_version`
+    always after the previous transaction's) and, in `row`, `system.session.lakehistory_delta_version`
     the Delta version of `versioned` after the statements, all in a copy of dbt's Spark session
     (lakehistory.history.session). Returns the id. -#}
-{% macro run_transaction(transactions, statements, record, versioned) %}
-  {{ return(adapter.dispatch('run_transaction', 'lakehistory')(transactions, statements, record, versioned)) }}
+{% macro run_transaction(transactions, statements, row, versioned) %}
+  {{ return(adapter.dispatch('run_transaction', 'lakehistory')(transactions, statements, row, versioned)) }}
 {% endmacro %}
 
-{% macro default__run_transaction(transactions, statements, record, versioned) %}
+{% macro default__run_transaction(transactions, statements, row, versioned) %}
   {#- A stopped run may have left a history table's commit unrecorded: it is recorded first. -#}
   {{ return(adapter.call_python('lakehistory.history.apply:run_transaction', {
       'transactions': transactions | string,
@@ -61,7 +61,7 @@
       'uuid_sql': lakehistory.naksha_uuid('`txn_id`', '`started_at`', 0),
       'writer_lock': lakehistory.writer_lock_relation() | string,
       'statements': statements,
-      'record': record,
+      'row': row,
       'versioned': versioned | string,
       'invocation_id': invocation_id,
       'writer_wait_seconds': var('lakehistory_writer_wait_seconds', 600),

@@ -135,8 +135,7 @@
     {%- endif %}
   {%- endset -%}
   {%- do statements.append(remove) -%}
-  {%- set record -%}
-    insert into {{ transactions }} ({{ lakehistory.transaction_columns() }})
+  {%- set row -%}
     select
         system.session.lakehistory_txn_id,
         {{ lakehistory.naksha_uuid('system.session.lakehistory_txn_id', 'system.session.lakehistory_started_at', 0) }},
@@ -157,7 +156,7 @@
         {{ purged }},
         system.session.lakehistory_delta_version
   {%- endset -%}
-  {%- set txn_id = lakehistory.run_transaction(transactions, statements, record, target) -%}
+  {%- set txn_id = lakehistory.run_transaction(transactions, statements, row, target) -%}
   {{ log("cleanup: removed " ~ purged ~ " version(s) of " ~ model ~ " closed at or before transaction " ~ horizon ~ " (transaction " ~ txn_id ~ ")", info=true) }}
   {{ return(purged) }}
 {% endmacro %}

@@ -5,6 +5,8 @@ told that it is in use. Two dbt runs through one Connect server: test_spark_conn
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -14,7 +16,7 @@ import pytest
 from history_case import HistoryCase, T, batch, version
 
 from harness import DbtProject, copy_project, unique_schema
-from lakehistory.history import writer
+from lakehistory.history import apply, ledger, writer
 from lakehistory.history.apply import DELTA_VERSION, STARTED_AT, TXN_ID, run_transaction
 from lakehistory.history.transactions import column_list, ensure_transactions_table
 from lakehistory.landing.batch import Column
@@ -130,21 +132,21 @@ def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in
     ensure_transactions_table(spark, transactions)
     spark.sql(f"create table {changed} using delta as select 1 as n")
 
-    def insert(txn_id: str, operation: str, started_at: str, delta_version: str) -> str:
+    def row(txn_id: str, operation: str, started_at: str, delta_version: str) -> str:
         return (
-            f"insert into {transactions} ({column_list(spark)}) select {txn_id}, 'uuid', '{operation}', null,"
-            f" 'threads_changed', null, null, null, null, null, {started_at}, current_timestamp(), 0, 0, 0, 0, 0,"
-            f" {delta_version}"
+            f"select {txn_id}, 'uuid', '{operation}', null, 'threads_changed', null, null, null, null, null,"
+            f" {started_at}, current_timestamp(), 0, 0, 0, 0, 0, {delta_version}"
         )
 
-    record = insert(TXN_ID, "cleanup", STARTED_AT, DELTA_VERSION)
+    record = row(TXN_ID, "cleanup", STARTED_AT, DELTA_VERSION)
     in_lock, taken = threading.Event(), []
 
     def history_writer() -> None:
         with writer.holding(spark, lock, 60):
             in_lock.set()
             time.sleep(2)  # the transaction below is waiting for the lock by now
-            spark.sql(insert("1", "batch", "current_timestamp()", "7"))
+            first_row = row("1", "batch", "current_timestamp()", "7")
+            spark.sql(f"insert into {transactions} ({column_list(spark)}) {first_row}")
 
     first = threading.Thread(target=history_writer)
     first.start()
@@ -162,11 +164,14 @@ def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in
 
 
 def test_a_held_lock_stops_a_history_run_naming_its_holder_and_a_lapsed_one_is_taken_over(
-    project: DbtProject,
+    project: DbtProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Where the holder's liveness cannot be known (a metastore several processes share, a holder
+    on another machine), only its lease says it is gone."""
+    monkeypatch.setattr(writer, "_embedded_metastore", lambda spark: False)
     spark, lock = project.spark, lock_of(project)
     writer._create(spark, lock)
-    assert writer.take(spark, lock, "elsewhere", "ops@batch-host pid 4242")
+    assert writer.take(spark, lock, "elsewhere", "ops@batch-host pid 4242 jvm 4243 on 0123456789ab")
     case = HistoryCase(project, "ledger", COLS, ["id"])
     case.land(batch("ledger", COLS, "id", 1, "alice", [version(T(1), id=1, name="a")]))
 
@@ -181,6 +186,110 @@ def test_a_held_lock_stops_a_history_run_naming_its_holder_and_a_lapsed_one_is_t
     assert [r["token"] for r in project.rows(f"select token from {lock}")] == [writer.TOKEN]
     writer.let_go_all()
     assert [r["token"] for r in project.rows(f"select token from {lock}")] == [None]
+
+
+def dead_label(spark) -> str:
+    """The label of a holder on this machine whose process and JVM are gone."""
+    child = subprocess.Popen(["true"])  # noqa: S607 - a process that has exited
+    child.wait()
+    user_host = writer.holder_label(spark).split(" pid ")[0]
+    return f"{user_host} pid {child.pid} jvm {child.pid} on {writer._machine()}"
+
+
+@pytest.mark.parametrize("embedded", [True, False], ids=["embedded_metastore", "same_machine"])
+def test_a_dead_holder_is_taken_over_at_once(project: DbtProject, monkeypatch: pytest.MonkeyPatch, embedded) -> None:
+    """On the embedded metastore every other holder is dead (the metastore admits one process);
+    elsewhere, one on this machine whose process and JVM are gone. Its hold has not lapsed: the run
+    takes over without waiting, and says so."""
+    if not embedded:
+        monkeypatch.setattr(writer, "_embedded_metastore", lambda spark: False)
+    spark, lock = project.spark, lock_of(project)
+    writer._create(spark, lock)
+    holder = "ops@batch-host pid 4242 jvm 4243 on 0123456789ab" if embedded else dead_label(spark)
+    assert writer.dead_because(spark, holder)
+    assert writer.take(spark, lock, "dead", holder)
+    said: list[str] = []
+    monkeypatch.setattr(writer, "_say", said.append)
+    writer.hold(spark, lock, wait_seconds=0)
+    assert [r["token"] for r in project.rows(f"select token from {lock}")] == [writer.TOKEN]
+    assert said and f"from {holder}" in said[0], said
+    writer.let_go_all()
+    # a live holder of this machine (this very process, under another token) is not dead
+    if not embedded:
+        assert writer.dead_because(spark, writer.holder_label(spark)) is None
+
+
+def test_recording_an_id_another_writer_took_fails_and_records_nothing(project: DbtProject) -> None:
+    spark, transactions = project.spark, project.table("fenced_transactions")
+    ensure_transactions_table(spark, transactions)
+
+    def rows(*ids: int) -> str:
+        return " union all ".join(
+            f"select {i}, 'uuid', 'batch', null, 'fenced', null, null, null, null, null,"
+            " current_timestamp(), current_timestamp(), 0, 0, 0, 0, 0, 0"
+            for i in ids
+        )
+
+    ledger.insert_transactions(spark, transactions, rows(1))
+    with pytest.raises(ledger.TransactionTakenError, match="no longer held the writer lock"):
+        ledger.insert_transactions(spark, transactions, rows(2, 1))
+    assert [r["txn_id"] for r in project.rows(f"select txn_id from {transactions}")] == [1]
+
+
+def test_a_run_paused_past_its_lease_stops_before_its_commit(
+    project: DbtProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run computed its batch, then its process was paused past the lease while another
+    writer took the lock: it commits nothing, records nothing, and says why."""
+    case = HistoryCase(project, "paused", COLS, ["id"])
+    case.land(batch("paused", COLS, "id", 1, "alice", [version(T(1), id=1, name="a")]))
+    case.run()
+    before = case.physical_rows()
+    case.land(batch("paused", COLS, "id", 2, "alice", [version(T(2), id=1, name="b")]))
+
+    def pause(point: str) -> None:
+        if point == "computed":
+            for held in writer._held.values():
+                held.renewed -= writer.LEASE_SECONDS
+
+    monkeypatch.setattr(apply, "_reached", pause)
+    error = case.run_fails()
+    assert "past its lease" in error, error
+    assert case.physical_rows() == before and len(case.transactions()) == 1
+    writer.let_go_all()
+
+
+def test_a_run_killed_while_it_holds_the_lock_is_taken_over_at_once(project: DbtProject, tmp_path: Path) -> None:
+    """A `dbt run` of its own lakehouse is killed (its whole process group) once it holds the
+    writer lock; run again at once, it takes the lock over from the dead run and converges."""
+    lakehouse = tmp_path / "lakehouse"
+    case = HistoryCase(project, "killed", COLS, ["id"])
+    for n in (1, 2, 3):
+        case.land(batch("killed", COLS, "id", n, "alice", [version(T(n), id=n % 2, name=f"v{n}")]))
+    command, env = project.process("run", "--select", "killed")
+    env["LAKEHISTORY_LAKEHOUSE"] = str(lakehouse)
+    tables = lakehouse / "warehouse" / f"{project.schema}.db"
+    taken = tables / "lakehistory_transactions_writer" / "_delta_log" / f"{1:020d}.json"  # its first take
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    first = subprocess.Popen(command, env=env, start_new_session=True, **quiet)  # noqa: S603 - the venv's dbt
+    try:
+        deadline = time.monotonic() + 300
+        while not taken.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert taken.exists(), "the run never took the writer lock"
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    started = time.monotonic()
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)  # noqa: S603
+    print(f"the rerun after the kill took {time.monotonic() - started:.1f} s")
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert "Taking over the writer lock" in second.stdout and "embedded metastore" in second.stdout, second.stdout
+    spark = project.spark
+    recorded = spark.read.format("delta").load(str(tables / "lakehistory_transactions"))
+    assert sorted((r.txn_id, r.batch_id) for r in recorded.collect()) == [(1, "000001"), (2, "000002"), (3, "000003")]
+    history = spark.read.format("delta").load(str(tables / "killed")).where("valid_to = 9223372036854775807")
+    assert sorted((r.id, r.name) for r in history.where("_fivetran_active").collect()) == [(0, "v2"), (1, "v3")]
 
 
 def test_a_second_process_on_the_embedded_lakehouse_is_told_it_is_in_use(project: DbtProject) -> None:

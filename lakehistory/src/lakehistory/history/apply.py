@@ -144,16 +144,17 @@ def run_transaction(
     uuid_sql: str,
     writer_lock: str,
     statements: Sequence[str],
-    record: str,
+    row: str,
     versioned: str,
     invocation_id: str = "",
     writer_wait_seconds: float = 600,
 ) -> int:
     """Entry point for `lakehistory.run_transaction` (snapshot captures and cleanups): as the one
     writer, record what any history table committed and the transactions table lacks, take the
-    next id, run `statements` and then `record` (the insert of the transaction's row). They read
-    the id and its start from the session variables TXN_ID and STARTED_AT; `record` also reads
-    DELTA_VERSION, the Delta version of `versioned` after the statements. Returns the id.
+    next id, run `statements` and then record the transaction's row (`row`, a query of the
+    transactions table's columns, in order). They read the id and its start from the session
+    variables TXN_ID and STARTED_AT; `row` also reads DELTA_VERSION, the Delta version of
+    `versioned` after the statements. Returns the id.
 
     Taking the id and recording it in one call under the lock keeps another writer (another
     process, or a history model in another dbt thread) from taking the same id in between.
@@ -170,7 +171,8 @@ def run_transaction(
             spark.sql(statement)
         version = spark.sql(f"describe history {versioned} limit 1").collect()[0].version
         _declare(spark, DELTA_VERSION, "bigint", str(int(version)))
-        spark.sql(record)
+        writer.check_held()
+        ledger.insert_transactions(spark, transactions, row)
     return txn_id
 
 
@@ -372,6 +374,7 @@ def _apply_group(
     version = version_sql(versions, txns)
     # The commit carries the group's transactions; a group that changes nothing (a re-delivered
     # batch) still commits, so that its transactions are on record in the table too.
+    writer.check_held()
     with session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}):
         write_group(spark, target, layout, versions, version, changes, group[:n])
     commit = own_commit(spark, target, txns)

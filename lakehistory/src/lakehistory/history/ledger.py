@@ -21,7 +21,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from lakehistory.history.transactions import column_list
+from lakehistory.history.sql import q
+from lakehistory.history.transactions import COLUMNS
 
 COMMIT_KEY = "lakehistory"
 COMMIT_FORMAT = 1
@@ -52,6 +53,37 @@ _ROW_SCHEMA = StructType(
 
 class LedgerError(RuntimeError):
     """The history table and the transactions table disagree in a way no rerun can repair."""
+
+
+class TransactionTakenError(RuntimeError):
+    """A transaction id this run took is recorded by another writer: this run lost the writer lock."""
+
+
+def insert_transactions(spark: SparkSession, transactions: str, rows: str) -> None:
+    """Record the transactions `rows` (a query of the transactions table's columns, in order) in
+    one commit, only if none of their ids is recorded yet: the fence behind the writer lock. An id
+    already there fails the statement (nothing of it is written); a writer that records at the
+    same moment makes Delta refuse one of the two commits, since each reads the table it writes."""
+    columns = ", ".join(q(c) for c in COLUMNS)
+    taken = "raise_error(concat('lakehistory: transaction ', cast(s.`txn_id` as string), ' is already recorded'))"
+    try:
+        spark.sql(f"""
+            merge into {transactions} as t
+            using (select * from ({rows}) as r({columns})) as s
+            on t.`txn_id` = s.`txn_id`
+            when matched then update set t.`operation` = {taken}
+            when not matched then insert ({columns}) values ({", ".join(f"s.{q(c)}" for c in COLUMNS)})
+        """)
+    except Exception as exc:
+        text = str(exc)
+        if "is already recorded" not in text and "concurrent" not in text.lower():
+            raise
+        raise TransactionTakenError(
+            f"Another writer recorded transactions in {transactions} under ids this run took: this run no longer"
+            " held the writer lock (it was paused or cut off past its lease). Nothing of its transaction was"
+            " recorded, and the run stops. Run again: the next run records what this one committed, or refuses"
+            " if another writer gave those ids to other batches."
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -152,8 +184,10 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
         return 0
     frame = spark.createDataFrame(rows, _ROW_SCHEMA)
     frame.withColumn("started_at", frame["started_at"].cast("timestamp")).createOrReplaceTempView(NEW_TRANSACTIONS_VIEW)
-    spark.sql(f"""
-        insert into {transactions} ({column_list(spark)})
+    insert_transactions(
+        spark,
+        transactions,
+        f"""
         select
             txn_id,
             {uuid_sql},
@@ -174,7 +208,8 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
             0,
             delta_version
         from `{NEW_TRANSACTIONS_VIEW}`
-    """)
+        """,
+    )
     spark.catalog.dropTempView(NEW_TRANSACTIONS_VIEW)
     return len(rows)
 

@@ -99,6 +99,7 @@ def revert(
         frame.createOrReplaceTempView(REVERT_VIEW.strip("`"))
         try:
             # The view is a local checkpoint: fixed, so Delta need not copy it before reading it twice.
+            writer.check_held()
             conf = {ledger.USER_METADATA: ledger.commit_metadata([new]), MERGE_SOURCE_COPY: "none"}
             with session_conf(spark, conf):
                 spark.sql(_merge_sql(target, keys, row, versions, version))

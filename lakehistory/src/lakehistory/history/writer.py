@@ -5,13 +5,19 @@ recorded. Two dbt runs through one Spark Connect server (or embedded sessions sh
 metastore) are two processes: they meet in a one-row Delta table beside the transactions table,
 `<transactions>_writer`, which names the holder and when its hold lapses.
 
-- Taking it is a MERGE into that row where it is free, lapsed or already ours. Two writers that
-  race both rewrite the row's one file, so Delta commits one and refuses the other (a concurrent
-  modification): the loser reads the row, sees who holds it, and waits.
+- Taking it is a MERGE into that row where it is free, lapsed, already ours or a dead holder's.
+  Two writers that race both rewrite the row's one file, so Delta commits one and refuses the
+  other (a concurrent modification): the loser reads the row, sees who holds it, and waits.
 - A process keeps it while it writes: a background thread renews it every RENEW_SECONDS, and
-  lets it go once the process has taken no id for IDLE_SECONDS, or at exit. A holder that dies
-  stops renewing: LEASE_SECONDS later the next writer takes over, and the ledger's recovery
-  records whatever the dead run had committed.
+  lets it go once the process has taken no id for IDLE_SECONDS, or at exit.
+- A holder known to be dead is taken over at once (`dead_because`): on an embedded metastore,
+  which admits one process at a time, every other holder is; on this host, a holder whose Python
+  process and Spark JVM are both gone. Elsewhere a dead holder stops renewing, and LEASE_SECONDS
+  later the next writer takes over. Either way the ledger's recovery then records whatever the
+  dead run had committed.
+- A holder that stalled past its lease (a long pause, a suspended machine) learns it on its next
+  renewal or before its next commit (`check_held`), and recording an id another writer took
+  meanwhile fails as a whole (ledger.insert_transactions).
 - Within one process, dbt threads take `in_process` in turn around each history apply and
   each recovery before a capture's or cleanup's id.
 - The lock's statements run in a session of their own (`_lock_session`), so nothing they do is
@@ -23,8 +29,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import getpass
+import hashlib
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -32,6 +40,7 @@ import uuid
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -53,6 +62,10 @@ class WriterBusyError(HistoryError):
     """Another process holds the writer lock and did not let go within the wait."""
 
 
+class WriterLostError(HistoryError):
+    """This process held the writer lock past its lease, and another writer took it meanwhile."""
+
+
 @dataclass
 class _Hold:
     spark: SparkSession  # the lock's own (_lock_session)
@@ -60,13 +73,72 @@ class _Hold:
     used: float  # ... of the last id taken under it
     stop: threading.Event = field(default_factory=threading.Event)
     keeper: threading.Thread | None = None  # renews the hold (_keep)
+    lost: bool = False  # a renewal found another writer holding the lock
 
 
 _held: dict[str, _Hold] = {}
 
 
-def holder_label() -> str:
-    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"
+def holder_label(spark: SparkSession | None = None) -> str:
+    """Who holds the lock, for people and for `dead_because`: user, host, this process's pid, the
+    pid of its Spark JVM (none through Connect, whose statements run in the server) and the
+    machine's identity (containers may share a host name, never a boot and a pid namespace)."""
+    label = f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"
+    jvm = _jvm_pid(spark) if spark is not None else None
+    return f"{label}{f' jvm {jvm}' if jvm else ''} on {_machine()}"
+
+
+_LABEL = re.compile(r"^.*@(?P<host>[^@ ]*) pid (?P<pid>\d+)(?: jvm (?P<jvm>\d+))? on (?P<machine>[0-9a-f]+)$")
+
+
+def dead_because(spark: SparkSession, holder: str | None) -> str | None:
+    """Why the holder `holder` (its label) cannot be running any more, or None when it may be."""
+    if _embedded_metastore(spark):
+        return "this process has the lakehouse's embedded metastore open, which admits one process at a time"
+    found = _LABEL.match(holder or "")
+    if found and found["jvm"] and found["machine"] == _machine():
+        pid, jvm = int(found["pid"]), int(found["jvm"])
+        if not _alive(pid) and not _alive(jvm):
+            return f"its process {pid} and Spark JVM {jvm} are gone from this machine"
+    return None
+
+
+def _embedded_metastore(spark: SparkSession) -> bool:
+    """This process runs Spark itself (not through Connect) on an embedded Derby metastore."""
+    if getattr(spark, "_jsparkSession", None) is None:
+        return False
+    conf = spark.sparkContext.getConf()
+    if conf.get("spark.sql.catalogImplementation", "in-memory") != "hive" or conf.get(
+        "spark.hadoop.hive.metastore.uris", ""
+    ):
+        return False
+    url = conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "jdbc:derby:;databaseName=metastore_db")
+    return url.startswith("jdbc:derby:") and not url.startswith("jdbc:derby://")
+
+
+def _jvm_pid(spark: SparkSession) -> int | None:
+    jvm = getattr(spark.sparkContext, "_jvm", None) if getattr(spark, "_jsparkSession", None) else None
+    return int(jvm.java.lang.ProcessHandle.current().pid()) if jvm is not None else None
+
+
+def _machine() -> str:
+    """This machine's identity: its boot and its pid namespace."""
+    parts = [socket.gethostname()]
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    with contextlib.suppress(OSError):
+        parts.append(os.readlink("/proc/self/ns/pid"))
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
@@ -74,29 +146,80 @@ def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
     holder to let go or lapse. Call it with `in_process` held, before reading the last id."""
     now = time.monotonic()
     held = _held.get(lock)
-    if held and now - held.renewed < LEASE_SECONDS - RENEW_SECONDS:
+    if held and not held.lost and now - held.renewed < LEASE_SECONDS - RENEW_SECONDS:
         held.used = now
         return
     spark = _lock_session(spark)
     _create(spark, lock)
-    deadline = now + wait_seconds
-    while not take(spark, lock, TOKEN, holder_label()):
+    deadline, label, dead, waiting = now + wait_seconds, holder_label(spark), None, False
+    while not take(spark, lock, TOKEN, label, dead):
+        row = spark.sql(f"select holder, token, taken_at, expires_at from {lock}").collect()[0]
+        reason = dead_because(spark, row.holder)
+        if reason and row.token != dead:  # once per dead holder: another writer may take it first
+            _say(f"Taking over the writer lock {lock} from {row.holder}: {reason}.")
+            dead = row.token
+            continue
         if time.monotonic() >= deadline:
-            row = spark.sql(f"select holder, taken_at, expires_at from {lock}").collect()[0]
             raise WriterBusyError(
                 f"Another writer holds this lakehouse's transactions ({lock}): {row.holder}, since"
                 f" {row.taken_at} UTC; its hold lapses at {row.expires_at} UTC unless it is still running."
                 " Nothing was changed. Run again when it is done, or give the var"
                 " lakehistory_writer_wait_seconds more time."
             )
-        time.sleep(POLL_SECONDS)
+        if not waiting:
+            _say(
+                f"Waiting up to {wait_seconds:.0f} s for the writer lock {lock}: {row.holder} holds it since"
+                f" {row.taken_at} UTC, until it lets go or its hold lapses at {row.expires_at} UTC."
+            )
+            waiting = True
+        _wait_for_change(spark, lock, row.holder, deadline)
     now = time.monotonic()
     if held:
         held.renewed = held.used = now
+        held.lost = False
         return
     _held[lock] = new = _Hold(spark, now, now)
     new.keeper = threading.Thread(target=_keep, args=(lock, new), name="lakehistory-writer", daemon=True)
     new.keeper.start()
+
+
+def check_held() -> None:
+    """Before a commit that takes ids: stop if this process may have lost a lock it holds (a
+    renewal found another holder, or none succeeded for most of a lease: the process was paused).
+    No statement: what the keeper last saw."""
+    for lock, held in list(_held.items()):
+        if held.lost or time.monotonic() - held.renewed >= LEASE_SECONDS - RENEW_SECONDS / 2:
+            raise WriterLostError(
+                f"This run held the writer lock {lock} past its lease ({LEASE_SECONDS} s without renewing it:"
+                " the process was paused or cut off), so another writer may have taken it. It stops before its"
+                " next commit; what it committed before is recorded by the next run. Run again."
+            )
+
+
+def _wait_for_change(spark: SparkSession, lock: str, holder: str, deadline: float) -> None:
+    """Sleep until the lock's table changes (its holder let go or renewed), its holder is found
+    dead, a renewal is overdue (the hold may lapse) or the deadline. Reading the table's latest
+    version runs no Spark job, and the liveness check none either."""
+    version = _version(spark, lock)
+    until = min(deadline, time.monotonic() + RENEW_SECONDS + POLL_SECONDS)
+    while time.monotonic() < until:
+        time.sleep(POLL_SECONDS)
+        if _version(spark, lock) != version or dead_because(spark, holder):
+            return
+
+
+def _version(spark: SparkSession, lock: str) -> int:
+    return int(spark.sql(f"describe history {lock} limit 1").collect()[0].version)
+
+
+def _say(message: str) -> None:
+    """A line in dbt's output (dbt's adapter logger), or in Python's log outside dbt."""
+    try:
+        from dbt.adapters.events.logging import AdapterLogger
+
+        AdapterLogger("lakehistory").info(message)
+    except ImportError:
+        log.warning(message)
 
 
 @contextlib.contextmanager
@@ -108,8 +231,9 @@ def holding(spark: SparkSession, lock: str, wait_seconds: float) -> Iterator[Non
         yield
 
 
-def take(spark: SparkSession, lock: str, token: str, holder: str) -> bool:
-    """One attempt: True when `token` holds the lock afterwards."""
+def take(spark: SparkSession, lock: str, token: str, holder: str, dead: str | None = None) -> bool:
+    """One attempt: True when `token` holds the lock afterwards. `dead`: the token of a holder
+    known to be dead, whose hold is taken over as long as it is still that holder's."""
     spark = _lock_session(spark)
     try:
         _update(
@@ -117,8 +241,10 @@ def take(spark: SparkSession, lock: str, token: str, holder: str) -> bool:
             lock,
             token,
             holder,
-            "t.`token` is null or t.`token` = s.`token` or t.`expires_at` < current_timestamp()",
+            "t.`token` is null or t.`token` = s.`token` or t.`token` = s.`dead`"
+            " or t.`expires_at` < current_timestamp()",
             "`holder` = s.`holder`, `token` = s.`token`, `taken_at` = current_timestamp(), " + _LAPSES,
+            dead,
         )
     except Exception as exc:
         if "concurrent" not in str(exc).lower():
@@ -140,17 +266,26 @@ def let_go(spark: SparkSession, lock: str, token: str) -> None:
 _LAPSES = f"`expires_at` = current_timestamp() + make_dt_interval(0, 0, 0, {LEASE_SECONDS})"
 
 
-def _update(spark: SparkSession, lock: str, token: str, holder: str | None, where: str, assignments: str) -> None:
-    """Update the lock's row where `where` holds (`s` is this writer: its token and holder, as
-    data, never SQL text)."""
-    me = spark.createDataFrame([(1, token, holder)], "slot int, token string, holder string")
+def _update(
+    spark: SparkSession,
+    lock: str,
+    token: str,
+    holder: str | None,
+    where: str,
+    assignments: str,
+    dead: str | None = None,
+) -> int:
+    """Update the lock's row where `where` holds (`s` is this writer: its token and holder, and
+    the token of a dead holder, as data, never SQL text). Returns the rows updated (0 or 1)."""
+    me = spark.createDataFrame([(1, token, holder, dead)], "slot int, token string, holder string, dead string")
     # On the row's slot, not `on true`: Delta counts a one-row source twice through a join
     # without keys and warns about a changing source on every call.
-    spark.sql(
+    result = spark.sql(
         f"merge into {lock} as t using {{me}} as s on t.`slot` = s.`slot`"
         f" when matched and ({where}) then update set {assignments}",
         me=me,
-    )
+    ).collect()
+    return int(result[0]["num_updated_rows"]) if result else 0
 
 
 _lock_sessions: weakref.WeakKeyDictionary[SparkSession, SparkSession] = weakref.WeakKeyDictionary()
@@ -198,8 +333,10 @@ def _keep(lock: str, held: _Hold) -> None:
             finally:
                 in_process.release()
         try:
-            _update(held.spark, lock, TOKEN, None, "t.`token` = s.`token`", _LAPSES)
-            held.renewed = time.monotonic()
+            if _update(held.spark, lock, TOKEN, None, "t.`token` = s.`token`", _LAPSES):
+                held.renewed = time.monotonic()
+            else:  # another writer took it while this process was paused
+                held.lost = True
         except Exception as exc:  # the session is busy or gone: the next round renews, or the hold lapses
             log.debug("renewing %s failed: %s", lock, exc)
 
