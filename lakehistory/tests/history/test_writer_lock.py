@@ -230,9 +230,9 @@ def test_recording_an_id_another_writer_took_fails_and_records_nothing(project: 
             for i in ids
         )
 
-    ledger.insert_transactions(spark, transactions, rows(1))
+    ledger.insert_transactions(spark, transactions, spark.sql(rows(1)), 1)
     with pytest.raises(ledger.TransactionTakenError, match="no longer held the writer lock"):
-        ledger.insert_transactions(spark, transactions, rows(2, 1))
+        ledger.insert_transactions(spark, transactions, spark.sql(rows(2, 1)), 1)
     assert [r["txn_id"] for r in project.rows(f"select txn_id from {transactions}")] == [1]
 
 

@@ -172,7 +172,9 @@ def run_transaction(
         version = spark.sql(f"describe history {versioned} limit 1").collect()[0].version
         _declare(spark, DELTA_VERSION, "bigint", str(int(version)))
         writer.check_held()
-        ledger.insert_transactions(spark, transactions, row)
+        # materialized first: a capture's row reads the transactions table, which the statement
+        # recording it writes
+        ledger.insert_transactions(spark, transactions, spark.sql(row).localCheckpoint(), txn_id)
     return txn_id
 
 

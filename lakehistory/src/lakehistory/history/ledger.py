@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
@@ -59,21 +59,26 @@ class TransactionTakenError(RuntimeError):
     """A transaction id this run took is recorded by another writer: this run lost the writer lock."""
 
 
-def insert_transactions(spark: SparkSession, transactions: str, rows: str) -> None:
-    """Record the transactions `rows` (a query of the transactions table's columns, in order) in
-    one commit, only if none of their ids is recorded yet: the fence behind the writer lock. An id
-    already there fails the statement (nothing of it is written); a writer that records at the
-    same moment makes Delta refuse one of the two commits, since each reads the table it writes."""
+def insert_transactions(spark: SparkSession, transactions: str, rows: DataFrame, first_id: int) -> None:
+    """Record the transactions `rows` (the transactions table's columns, in order; ids from
+    `first_id` on) in one commit, only if none of their ids is recorded yet: the fence behind the
+    writer lock. An id already there fails the statement, so nothing of it is written; a writer
+    that records at the same moment makes Delta refuse one of the two commits, since each reads
+    the part of the table it could clash with (ids from `first_id` on, which also lets Delta skip
+    every older file)."""
     columns = ", ".join(q(c) for c in COLUMNS)
     taken = "raise_error(concat('lakehistory: transaction ', cast(s.`txn_id` as string), ' is already recorded'))"
     try:
-        spark.sql(f"""
+        spark.sql(
+            f"""
             merge into {transactions} as t
-            using (select * from ({rows}) as r({columns})) as s
-            on t.`txn_id` = s.`txn_id`
+            using {{rows}} as s
+            on t.`txn_id` = s.`txn_id` and t.`txn_id` >= {int(first_id)}
             when matched then update set t.`operation` = {taken}
             when not matched then insert ({columns}) values ({", ".join(f"s.{q(c)}" for c in COLUMNS)})
-        """)
+            """,
+            rows=rows.toDF(*COLUMNS),
+        )
     except Exception as exc:
         text = str(exc)
         if "is already recorded" not in text and "concurrent" not in text.lower():
@@ -184,10 +189,7 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
         return 0
     frame = spark.createDataFrame(rows, _ROW_SCHEMA)
     frame.withColumn("started_at", frame["started_at"].cast("timestamp")).createOrReplaceTempView(NEW_TRANSACTIONS_VIEW)
-    insert_transactions(
-        spark,
-        transactions,
-        f"""
+    new = spark.sql(f"""
         select
             txn_id,
             {uuid_sql},
@@ -208,8 +210,8 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
             0,
             delta_version
         from `{NEW_TRANSACTIONS_VIEW}`
-        """,
-    )
+    """)
+    insert_transactions(spark, transactions, new, min(r[0] for r in rows))
     spark.catalog.dropTempView(NEW_TRANSACTIONS_VIEW)
     return len(rows)
 

@@ -200,7 +200,10 @@ def _check_schema_change(folder: str, index: int, change: dict, spec: TableSpec)
         raise batch_error(folder, f"{where} ({change['op']}) needs a 'column' and an 'at' timestamp")
     column = change["column"]
     if column in spec.key:
-        raise batch_error(folder, f"{where} ({change['op']} {column}): a key column cannot be added or dropped")
+        raise batch_error(
+            folder,
+            f"{where} ({change['op']} {column}): {column} is a key column; only a data column can be added or dropped",
+        )
     if collisions([column], RESERVED["history"]):
         raise batch_error(
             folder,
