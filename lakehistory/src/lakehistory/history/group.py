@@ -29,10 +29,9 @@ SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
 # group's rows, which are already few: the rules' queries run without it.
 RUNTIME_BLOOM_FILTER = "spark.sql.optimizer.runtime.bloomFilter.enabled"
 CHANGES_VIEW = "`__lh_changes`"
-# Delta copies a MERGE's source before it reads it twice (to find the files to rewrite, then to
-# write them), in case the source changes in between. The group's changes are a local checkpoint
-# already (fixed, in memory): the copy is a Spark job and the group's rows once more in memory.
-MERGE_SOURCE_COPY = "spark.databricks.delta.merge.materializeSource"
+# The group's changes are a local checkpoint already (fixed, in memory): Delta's copy of a MERGE's
+# source would be a Spark job and the group's rows once more in memory (ledger.MERGE_SOURCE_COPY).
+MERGE_SOURCE_COPY = ledger.MERGE_SOURCE_COPY
 
 
 @dataclass

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
+from lakehistory.history.session import session_conf
 from lakehistory.history.sql import q
 from lakehistory.history.transactions import COLUMNS
 
@@ -28,6 +29,9 @@ COMMIT_KEY = "lakehistory"
 COMMIT_FORMAT = 1
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 NEW_TRANSACTIONS_VIEW = "__lh_new_transactions"
+# Delta copies a MERGE's source before it reads it twice (to find the files to rewrite, then to
+# write them), in case the source changes in between: a Spark job a fixed source does not need.
+MERGE_SOURCE_COPY = "spark.databricks.delta.merge.materializeSource"
 
 _ROW_SCHEMA = StructType(
     [
@@ -69,16 +73,17 @@ def insert_transactions(spark: SparkSession, transactions: str, rows: DataFrame,
     columns = ", ".join(q(c) for c in COLUMNS)
     taken = "raise_error(concat('lakehistory: transaction ', cast(s.`txn_id` as string), ' is already recorded'))"
     try:
-        spark.sql(
-            f"""
-            merge into {transactions} as t
-            using {{rows}} as s
-            on t.`txn_id` = s.`txn_id` and t.`txn_id` >= {int(first_id)}
-            when matched then update set t.`operation` = {taken}
-            when not matched then insert ({columns}) values ({", ".join(f"s.{q(c)}" for c in COLUMNS)})
-            """,
-            rows=rows.toDF(*COLUMNS),
-        )
+        with session_conf(spark, {MERGE_SOURCE_COPY: "none"}):  # the rows are data in memory
+            spark.sql(
+                f"""
+                merge into {transactions} as t
+                using {{rows}} as s
+                on t.`txn_id` = s.`txn_id` and t.`txn_id` >= {int(first_id)}
+                when matched then update set t.`operation` = {taken}
+                when not matched then insert ({columns}) values ({", ".join(f"s.{q(c)}" for c in COLUMNS)})
+                """,
+                rows=rows.toDF(*COLUMNS),
+            )
     except Exception as exc:
         text = str(exc)
         if "is already recorded" not in text and "concurrent" not in text.lower():
