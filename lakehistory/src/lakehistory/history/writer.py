@@ -198,8 +198,9 @@ def check_held() -> None:
 
 def _wait_for_change(spark: SparkSession, lock: str, holder: str, deadline: float) -> None:
     """Sleep until the lock's table changes (its holder let go or renewed), its holder is found
-    dead, a renewal is overdue (the hold may lapse) or the deadline. Reading the table's latest
-    version runs no Spark job, and the liveness check none either."""
+    dead, a renewal is overdue (the hold may lapse) or the deadline. A poll reads the lock table's
+    newest commit (one small job on Delta's log, where a take is a MERGE) and checks the holder's
+    liveness (no Spark at all)."""
     version = _version(spark, lock)
     until = min(deadline, time.monotonic() + RENEW_SECONDS + POLL_SECONDS)
     while time.monotonic() < until:
