@@ -191,11 +191,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _spark(dbt, schema: str, landing: Path):
     """dbt's Spark session, started by a first query of this process (not inside a timed run)."""
-    dbt(schema, landing, "run-operation", "lakehistory.ensure_transactions_table")
+    dbt(schema, landing, "show", "--inline", "select 1")
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.getActiveSession()
-    assert spark is not None
+    spark = SparkSession.builder.getOrCreate()  # dbt's, which the query above started
+    spark.sql(f"create schema if not exists `{schema}`")
     return spark
 
 
