@@ -148,6 +148,16 @@ def stored_tables(spark: Any, schema: str) -> list[str]:
     return [r.tableName for r in spark.sql(f"show tables in `{schema}`").collect() if r.tableName not in views]
 
 
+def transaction_rows(*ids: int, history: str = "fenced") -> str:
+    """A SELECT of transactions-table rows (its columns, in order) with the ids `ids`, as a writer
+    records them (ledger.insert_transactions)."""
+    return " union all ".join(
+        f"select {int(i)}, 'uuid', 'batch', null, '{history}', null, null, null, null, null,"
+        " current_timestamp(), current_timestamp(), 0, 0, 0, 0, 0, 0"
+        for i in ids
+    )
+
+
 def describe_failure(result: dbtRunnerResult) -> str:
     if result.exception is not None:
         return f"{type(result.exception).__name__}: {result.exception}"

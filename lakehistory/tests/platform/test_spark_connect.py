@@ -9,7 +9,6 @@ session of the other tests do not belong in one process.
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
@@ -21,10 +20,9 @@ from pathlib import Path
 
 import pytest
 from embedded_reference import comparable, stored_relations
-from standalone import Cluster, free_port, standalone_cluster
+from standalone import Cluster
 
-from harness import JVM_FOR_SHORT_QUERIES, PROFILES_DIR, DbtProject, copy_project, unique_schema
-from lakehistory.platform import connect_server
+from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
 from lakehistory_tools.generator import GeneratorConfig, generate
 
 pytestmark = pytest.mark.connect
@@ -40,16 +38,11 @@ ONE_THREAD = ("--threads", "1")
 
 
 @pytest.fixture(scope="module")
-def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("connect-lakehouse")
-
-
-@pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], dict[str, Counter]]]:
     """The reference for the cluster's build: the demo built by the embedded engine
-    (embedded_reference.py) in a process and a lakehouse of its own. It starts before the cluster
-    does and builds while the cluster starts and builds (the cluster's processes leave part of the
-    two cores idle); the fixture's value waits for it and returns its tables' rows."""
+    (embedded_reference.py) in a process and a lakehouse of its own. It builds while the cluster
+    builds (the cluster's processes leave part of the two cores idle); the fixture's value waits
+    for it and returns its tables' rows."""
     work = tmp_path_factory.mktemp("embedded")
     project = DbtProject(copy_project(work / "project"), unique_schema("embedded"))
     _, env = project.process()
@@ -75,52 +68,6 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], 
         build.kill()  # a test that failed before it waited
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory):
-    with standalone_cluster(tmp_path_factory.mktemp("cluster"), workers=2, cores=1, memory="1g") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def connect_url(lakehouse: Path, embedded: Callable, cluster: Cluster):  # the reference starts first
-    port = free_port()
-    settings = connect_server.ServerSettings(
-        lakehouse,
-        port=port,
-        master=cluster.url,
-        driver_memory="2g",
-        executor_memory="1g",
-        executor_cores=1,
-        total_executor_cores=2,
-        # Sized for this machine's two cores, as the embedded profile is. Code generation and
-        # adaptive execution stay on (the tests' embedded session turns them off: conftest.py), so
-        # the project is also tested as a cluster runs it; the JVMs get the tests' JIT and
-        # garbage-collector settings (harness.py). Day one through this server, G1 and the
-        # throughput collector in turn: 151.4 s, 137.9 s, 147.9 s, 135.9 s.
-        conf={
-            "spark.sql.shuffle.partitions": "4",
-            "spark.databricks.delta.snapshotPartitions": "2",
-            "spark.driver.extraJavaOptions": JVM_FOR_SHORT_QUERIES,
-            "spark.executor.extraJavaOptions": JVM_FOR_SHORT_QUERIES,
-        },
-    )
-    server = connect_server.start(settings, lakehouse / "server.log")
-    url = f"sc://127.0.0.1:{port}"
-    os.environ["SPARK_REMOTE"] = url
-    try:
-        yield url
-    finally:
-        from pyspark.sql import SparkSession
-
-        # Release the client's session while the server still runs: a session left open is
-        # released at exit, against a stopped server, with minutes of retries. dbt made it in a
-        # worker thread, so it is the client's default session, not this thread's active one.
-        SparkSession.builder.remote(url).getOrCreate().stop()
-        os.environ.pop("SPARK_REMOTE", None)
-        server.terminate()
-        server.wait(timeout=60)
-
-
 def as_of(spark, schema: str, version: int) -> list[tuple]:
     """`meta_station_history` as of a transaction: its Fivetran rows valid then."""
     table = spark.table(f"`{schema}`.`meta_station_history`")
@@ -139,7 +86,9 @@ class Reads:
 
 
 @pytest.fixture(scope="module")
-def cluster_build(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[DbtProject, Reads]:
+def cluster_build(
+    embedded: Callable, connect_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[DbtProject, Reads]:
     """The demo built through the server, day one by dbt in this process, day two by a `dbt build`
     process while this process reads the history through a Connect session of its own. The data
     tests run on day two, through the server, over the tables of both days."""

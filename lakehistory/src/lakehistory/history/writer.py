@@ -12,9 +12,11 @@ metastore) are two processes: they meet in a one-row Delta table beside the tran
   lets it go once the process has taken no id for IDLE_SECONDS, or at exit.
 - A holder known to be dead is taken over at once (`dead_because`): on an embedded metastore,
   which admits one process at a time, every other holder is; on this host, a holder whose Python
-  process and Spark JVM are both gone. Elsewhere a dead holder stops renewing, and LEASE_SECONDS
-  later the next writer takes over. Either way the ledger's recovery then records whatever the
-  dead run had committed.
+  process and Spark JVM are both gone; through a Connect server, a holder whose session the
+  server has closed, or whose process is gone from this host (its session is then closed first,
+  which stops whatever statements it left running). Elsewhere a dead holder stops renewing, and
+  LEASE_SECONDS later the next writer takes over. Either way the ledger's recovery then records
+  whatever the dead run had committed.
 - A holder that stalled past its lease (a long pause, a suspended machine) learns it on its next
   renewal or before its next commit (`check_held`), and recording an id another writer took
   meanwhile fails as a whole (ledger.insert_transactions).
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import copy
 import getpass
 import hashlib
 import logging
@@ -41,6 +44,7 @@ import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -81,14 +85,22 @@ _held: dict[str, _Hold] = {}
 
 def holder_label(spark: SparkSession | None = None) -> str:
     """Who holds the lock, for people and for `dead_because`: user, host, this process's pid, the
-    pid of its Spark JVM (none through Connect, whose statements run in the server) and the
-    machine's identity (containers may share a host name, never a boot and a pid namespace)."""
+    pid of its Spark JVM or, through Connect (whose statements run in the server), its session and
+    the session's user, and the machine's identity (containers may share a host name, never a
+    boot and a pid namespace)."""
     label = f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"
-    jvm = _jvm_pid(spark) if spark is not None else None
-    return f"{label}{f' jvm {jvm}' if jvm else ''} on {_machine()}"
+    if spark is not None and _is_connect(spark):
+        connect: Any = spark  # pyspark.sql.connect's SparkSession
+        label += f" session {connect.session_id} of {connect.client._user_id or '-'}"
+    elif spark is not None:
+        label += f" jvm {_jvm_pid(spark)}"
+    return f"{label} on {_machine()}"
 
 
-_LABEL = re.compile(r"^.*@(?P<host>[^@ ]*) pid (?P<pid>\d+)(?: jvm (?P<jvm>\d+))? on (?P<machine>[0-9a-f]+)$")
+_LABEL = re.compile(
+    r"^[^@ ]*@(?P<host>[^@ ]*) pid (?P<pid>\d+)(?: jvm (?P<jvm>\d+))?"
+    r"(?: session (?P<session>[0-9a-f-]+) of (?P<user>\S+))? on (?P<machine>[0-9a-f]+)$"
+)
 
 
 def dead_because(spark: SparkSession, holder: str | None) -> str | None:
@@ -96,16 +108,92 @@ def dead_because(spark: SparkSession, holder: str | None) -> str | None:
     if _embedded_metastore(spark):
         return "this process has the lakehouse's embedded metastore open, which admits one process at a time"
     found = _LABEL.match(holder or "")
-    if found and found["jvm"] and found["machine"] == _machine():
-        pid, jvm = int(found["pid"]), int(found["jvm"])
-        if not _alive(pid) and not _alive(jvm):
+    if not found:
+        return None
+    here, pid = found["machine"] == _machine(), int(found["pid"])
+    if found["jvm"]:
+        jvm = int(found["jvm"])
+        if here and not _alive(pid) and not _alive(jvm):
             return f"its process {pid} and Spark JVM {jvm} are gone from this machine"
+    elif found["session"] and _is_connect(spark):
+        return _session_dead_because(spark, found["session"], found["user"], pid if here else None)
     return None
+
+
+_sessions_elsewhere: set[str] = set()  # holders' sessions this process's server does not know
+_closed_here: dict[str, str] = {}  # holders' sessions this process closed: why
+
+
+def _session_dead_because(spark: SparkSession, session: str, user: str, pid: int | None) -> str | None:
+    """Through Connect: whether the server closed the holder's session, or (`pid`: a holder of
+    this machine) its process is gone, in which case its session is closed here, after its
+    statements still running are interrupted. A session the server does not know is on another
+    server, or was lost with a restart, and one it cannot answer for may be alive: the lease
+    decides. GetStatus calls, no Spark job."""
+    if session in _sessions_elsewhere:
+        return None
+    from pyspark.sql.connect.client import ChannelBuilder, SparkConnectClient
+
+    builder = copy.copy(spark.client._builder)  # this client's server and credentials, the holder's session
+    builder._params = {**builder._params, ChannelBuilder.PARAM_SESSION_ID: session}
+    builder._params.pop(ChannelBuilder.PARAM_USER_ID, None)
+    client = SparkConnectClient(connection=builder, user_id=None if user == "-" else user)
+    try:
+        state = _session_state(client)
+        if state == "closed":
+            return _closed_here.get(session, f"its Spark Connect session {session} is closed")
+        if state == "unknown":
+            _sessions_elsewhere.add(session)
+        elif pid is not None and not _alive(pid):
+            client.interrupt_all()
+            _wait_for_statements(client)
+            client.release_session()
+            _closed_here[session] = (
+                f"its process {pid} is gone from this machine; its Spark Connect session {session} is now closed,"
+                " its statements stopped"
+            )
+            return _closed_here[session]
+    except Exception as exc:  # the server did not answer: the holder may be alive
+        log.debug("asking the server about session %s failed: %s", session, exc)
+    finally:
+        client.close()
+    return None
+
+
+def _session_state(client) -> str:
+    """The holder's session as the server knows it: open, closed, or unknown."""
+    try:
+        client._get_operation_statuses()
+    except Exception as exc:
+        for error, state in (("SESSION_CLOSED", "closed"), ("SESSION_NOT_FOUND", "unknown")):
+            if error in str(exc):
+                return state
+        raise
+    return "open"
+
+
+def _wait_for_statements(client, settle_seconds: float = 5, seconds: float = 60) -> None:
+    """Until the interrupt reached every statement of the client's session (none is running) and
+    the interrupted ones ended, or settle_seconds after that: one the server keeps terminating
+    (waiting for its dead client) has had its jobs cancelled, and a commit that still lands is
+    what the ledger's recovery and its fenced record are for."""
+    deadline, settled = time.monotonic() + seconds, None
+    while time.monotonic() < deadline:
+        states = {type(s).OperationState.Name(s.state) for s in client._get_operation_statuses().operation_statuses}
+        if "OPERATION_STATE_RUNNING" not in states:
+            settled = settled or time.monotonic() + settle_seconds
+            if "OPERATION_STATE_TERMINATING" not in states or time.monotonic() >= settled:
+                return
+        time.sleep(0.2)
+
+
+def _is_connect(spark: SparkSession) -> bool:
+    return getattr(spark, "_jsparkSession", None) is None
 
 
 def _embedded_metastore(spark: SparkSession) -> bool:
     """This process runs Spark itself (not through Connect) on an embedded Derby metastore."""
-    if getattr(spark, "_jsparkSession", None) is None:
+    if _is_connect(spark):
         return False
     conf = spark.sparkContext.getConf()
     if conf.get("spark.sql.catalogImplementation", "in-memory") != "hive" or conf.get(
@@ -116,9 +204,9 @@ def _embedded_metastore(spark: SparkSession) -> bool:
     return url.startswith("jdbc:derby:") and not url.startswith("jdbc:derby://")
 
 
-def _jvm_pid(spark: SparkSession) -> int | None:
-    jvm = getattr(spark.sparkContext, "_jvm", None) if getattr(spark, "_jsparkSession", None) else None
-    return int(jvm.java.lang.ProcessHandle.current().pid()) if jvm is not None else None
+def _jvm_pid(spark: SparkSession) -> int:
+    jvm: Any = spark.sparkContext._jvm
+    return int(jvm.java.lang.ProcessHandle.current().pid())
 
 
 def _machine() -> str:
@@ -244,7 +332,7 @@ def take(spark: SparkSession, lock: str, token: str, holder: str, dead: str | No
             holder,
             "t.`token` is null or t.`token` = s.`token` or t.`token` = s.`dead`"
             " or t.`expires_at` < current_timestamp()",
-            "`holder` = s.`holder`, `token` = s.`token`, `taken_at` = current_timestamp(), " + _LAPSES,
+            "`holder` = s.`holder`, `token` = s.`token`, `taken_at` = current_timestamp(), " + _lapses(),
             dead,
         )
     except Exception as exc:
@@ -264,7 +352,8 @@ def let_go(spark: SparkSession, lock: str, token: str) -> None:
     )
 
 
-_LAPSES = f"`expires_at` = current_timestamp() + make_dt_interval(0, 0, 0, {LEASE_SECONDS})"
+def _lapses() -> str:
+    return f"`expires_at` = current_timestamp() + make_dt_interval(0, 0, 0, {int(LEASE_SECONDS)})"
 
 
 def _update(
@@ -298,7 +387,7 @@ def _lock_session(spark: SparkSession) -> SparkSession:
     running meanwhile (a run starting while the keeper renews) would list that view and then
     miss it. A child session shares the metastore, Delta and the SparkContext, and keeps its
     temporary views to itself. Over Spark Connect the DataFrame travels with the statement."""
-    if getattr(spark, "_jsparkSession", None) is None or spark in _lock_sessions.values():  # Connect, or a lock's
+    if _is_connect(spark) or spark in _lock_sessions.values():  # Connect, or a lock's
         return spark
     if spark not in _lock_sessions:
         child = spark.newSession()
@@ -334,7 +423,7 @@ def _keep(lock: str, held: _Hold) -> None:
             finally:
                 in_process.release()
         try:
-            if _update(held.spark, lock, TOKEN, None, "t.`token` = s.`token`", _LAPSES):
+            if _update(held.spark, lock, TOKEN, None, "t.`token` = s.`token`", _lapses()):
                 held.renewed = time.monotonic()
             else:  # another writer took it while this process was paused
                 held.lost = True
