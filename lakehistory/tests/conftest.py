@@ -70,7 +70,7 @@ GROUP_SECONDS = {
     "lakehistory/tests/history/test_bad_input.py": 300,
     "lakehistory/tests/changes/test_events_and_states.py": 255,
     "lakehistory/tests/hx/test_hx_tables.py": 215,
-    "lakehistory/tests/history/test_writer_lock.py": 210,
+    "lakehistory/tests/history/test_writer_lock.py": 250,
     "lakehistory/tests/time_travel/test_time_travel.py": 190,
     "lakehistory/tests/history/test_fivetran_history.py": 165,
     "lakehistory/tests/history/test_revert.py": 155,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from history_case import HistoryCase, T, batch, version
 
-from harness import DbtProject, copy_project, unique_schema
+from harness import DbtProject, copy_project, transaction_rows, unique_schema
 from lakehistory.history import apply, ledger, writer
 from lakehistory.history.apply import DELTA_VERSION, STARTED_AT, TXN_ID, run_transaction
 from lakehistory.history.transactions import column_list, ensure_transactions_table
@@ -223,16 +223,9 @@ def test_recording_an_id_another_writer_took_fails_and_records_nothing(project: 
     spark, transactions = project.spark, project.table("fenced_transactions")
     ensure_transactions_table(spark, transactions)
 
-    def rows(*ids: int) -> str:
-        return " union all ".join(
-            f"select {i}, 'uuid', 'batch', null, 'fenced', null, null, null, null, null,"
-            " current_timestamp(), current_timestamp(), 0, 0, 0, 0, 0, 0"
-            for i in ids
-        )
-
-    ledger.insert_transactions(spark, transactions, spark.sql(rows(1)), 1)
+    ledger.insert_transactions(spark, transactions, spark.sql(transaction_rows(1)), 1)
     with pytest.raises(ledger.TransactionTakenError, match="no longer held the writer lock"):
-        ledger.insert_transactions(spark, transactions, spark.sql(rows(2, 1)), 1)
+        ledger.insert_transactions(spark, transactions, spark.sql(transaction_rows(2, 1)), 1)
     assert [r["txn_id"] for r in project.rows(f"select txn_id from {transactions}")] == [1]
 
 
@@ -257,6 +250,31 @@ def test_a_run_paused_past_its_lease_stops_before_its_commit(
     assert "past its lease" in error, error
     assert case.physical_rows() == before and len(case.transactions()) == 1
     writer.let_go_all()
+
+
+def test_a_table_with_nothing_pending_is_left_alone_without_the_writer_lock(
+    project: DbtProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Most tables of a sync have nothing new: their node neither waits for the writer lock nor
+    reads the ledger. A column declared meanwhile still joins the table (through the lock)."""
+    case = HistoryCase(project, "idle", COLS, ["id"])
+    case.land(batch("idle", COLS, "id", 1, "alice", [version(T(1), id=1, name="a")]))
+    case.run()
+    before = case.physical_rows()
+
+    def no_lock(*args, **kwargs) -> None:
+        raise AssertionError("a table with nothing pending took the writer lock")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(writer, "hold", no_lock)
+        case.run()
+    assert case.physical_rows() == before and len(case.transactions()) == 1
+
+    wider = HistoryCase(project, "idle", [*COLS, Column("city", "string")], ["id"])
+    wider.run()
+    rows = wider.physical_rows()
+    assert [r.pop("city") for r in rows] == [None] and rows == before
+    assert len(case.transactions()) == 1
 
 
 def test_a_run_killed_while_it_holds_the_lock_is_taken_over_at_once(project: DbtProject, tmp_path: Path) -> None:

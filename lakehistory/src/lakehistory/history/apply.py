@@ -2,7 +2,8 @@
 
     adapter.call_python('lakehistory.history.apply:apply_pending', {...})   # from the strategy macro
 
-Per run of a history model:
+Per run of a history model (one that finds no batch staged, and no column to add, stops before
+step 1: it takes no writer lock and reads nothing of the ledger):
 1. Record what the history table committed that the transactions table lacks (ledger.py), for
    this table and, once per dbt invocation, for every history table of the project, so that no
    new transaction id can repeat an id a stopped run already committed.
@@ -40,7 +41,14 @@ from lakehistory.history.group import (
 from lakehistory.history.rules import Layout
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.sql import q
-from lakehistory.history.table import HistoryError, Versioning, add_new_columns, create_table, layout_of
+from lakehistory.history.table import (
+    HistoryError,
+    Versioning,
+    add_new_columns,
+    create_table,
+    layout_of,
+    missing_columns,
+)
 
 __all__ = ["HistoryError", "apply_pending", "record_commit", "recover", "run_transaction"]
 
@@ -88,37 +96,53 @@ def apply_pending(
     `max_batches_per_commit` batches per group (None: as many as the rules allow), as the one
     writer of the transactions table (`writer_lock`, waiting up to `writer_wait_seconds`)."""
     versions = Versioning(**versioning)
-    # The lock is this process's; the statements run in a copy of dbt's session (session.py).
-    with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
-        layout = layout_of(spark, staged, keys, deleted_column, table=target)
-        if not exists:
-            create_table(spark, target, layout, versions)
-        else:
-            add_new_columns(spark, target, layout)
-        _reached("columns_added")
-        outcome = Outcome()
-        try:
-            state, recovered = recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
-            _reached("recovered")
-            pending = _pending(spark, staged, recovered, layout.keys[0])
-            refused = _unconfigured_deleted_column(pending, layout)
-            applicable = pending[: pending.index(refused)] if refused else pending
-            at = 0
-            while at < len(applicable):
-                end = next((i for i in range(at + 1, len(applicable)) if applicable[i].rewrites), len(applicable))
-                if max_batches_per_commit:
-                    end = min(end, at + int(max_batches_per_commit))
-                taken, state = _apply_group(
-                    spark, target, staged, transactions, layout, versions, uuid_sql, applicable[at:end], state, outcome
-                )
-                at += taken
-            if refused:
-                raise HistoryError(_deleted_column_message(refused, layout))
-        except Exception:
+    # The statements run in a copy of dbt's session (session.py); the writer lock is this process's.
+    with own_session(spark) as own:
+        layout = layout_of(own, staged, keys, deleted_column, table=target)
+        staged_batches = _staged_batches(own, staged, layout.keys[0])
+        if exists and not staged_batches and not missing_columns(own, target, layout):
+            # Staging found every landed batch recorded: the table, checked as every run checks
+            # it, is left as it is, without the writer lock or the ledger's reads (a batch that a
+            # stopped run committed unrecorded is still staged, so no recovery is due here).
+            return {"batches": 0, "groups": 0, "transactions": []}
+        with writer.holding(spark, writer_lock, writer_wait_seconds):
             if not exists:
-                _drop_if_never_written(spark, target)
-            raise
-        return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
+                create_table(own, target, layout, versions)
+            else:
+                add_new_columns(own, target, layout)
+            _reached("columns_added")
+            outcome = Outcome()
+            try:
+                state, recovered = recover(own, transactions, target, history_tables, invocation_id, uuid_sql)
+                _reached("recovered")
+                pending = _pending(staged_batches, recovered)
+                refused = _unconfigured_deleted_column(pending, layout)
+                applicable = pending[: pending.index(refused)] if refused else pending
+                at = 0
+                while at < len(applicable):
+                    end = next((i for i in range(at + 1, len(applicable)) if applicable[i].rewrites), len(applicable))
+                    if max_batches_per_commit:
+                        end = min(end, at + int(max_batches_per_commit))
+                    taken, state = _apply_group(
+                        own,
+                        target,
+                        staged,
+                        transactions,
+                        layout,
+                        versions,
+                        uuid_sql,
+                        applicable[at:end],
+                        state,
+                        outcome,
+                    )
+                    at += taken
+                if refused:
+                    raise HistoryError(_deleted_column_message(refused, layout))
+            except Exception:
+                if not exists:
+                    _drop_if_never_written(own, target)
+                raise
+            return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
 
 
 def _drop_if_never_written(spark: SparkSession, target: str) -> None:
@@ -246,11 +270,9 @@ def _recover_others(
     return recovered, None if recovered else states[then]
 
 
-def _pending(
-    spark: SparkSession, staged: str, recovered: set[tuple[str | None, str | None]], first_key: str
-) -> list[Batch]:
-    """The staged batches, but those just `recovered`, in batch order (one small query over the
-    staged rows, which are in memory: a row per staged batch)."""
+def _staged_batches(spark: SparkSession, staged: str, first_key: str) -> list[Batch]:
+    """The staged batches in batch order: one small query over the staged rows, which are in
+    memory (no Spark job when staging found nothing pending)."""
     rows = spark.sql(
         f"""
         select
@@ -273,7 +295,7 @@ def _pending(
         order by s.`_lh_ordinal`
         """
     ).collect()
-    batches = [
+    return [
         Batch(
             ordinal=r.ordinal,
             batch_id=r.batch_id,
@@ -289,8 +311,12 @@ def _pending(
             deleted_column=r.deleted_column,
         )
         for r in rows
-        if (r.source_table, r.batch_id) not in recovered
     ]
+
+
+def _pending(staged_batches: list[Batch], recovered: set[tuple[str | None, str | None]]) -> list[Batch]:
+    """The staged batches but those just `recovered`."""
+    batches = [b for b in staged_batches if (b.source_table, b.batch_id) not in recovered]
     if batches and [b.ordinal for b in batches] != list(range(batches[0].ordinal, batches[-1].ordinal + 1)):
         raise HistoryError(
             "the history table holds some staged batches but not the ones before them: "

@@ -124,9 +124,9 @@ def create_table(spark: SparkSession, target: str, layout: Layout, versions: Ver
     )
 
 
-def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
-    """Rule 17 "add the column": a column the rows bring that the table lacks joins the table
-    next to the source columns (its own commit, before the group's: a rerun finds it there)."""
+def missing_columns(spark: SparkSession, target: str, layout: Layout) -> list[str]:
+    """The model's columns the table lacks, once its stored columns are checked against the
+    rows' (rule 17): the same type, none the source no longer declares."""
     fields = spark.table(target).schema.fields
     stored = [f.name for f in fields]
     names = [*layout.keys, *layout.data]
@@ -146,7 +146,17 @@ def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
                 f"{target} has column {name}, which the source does not declare and no landed batch adds (spec rule"
                 " 17). Declare it in the source's columns with its data_type."
             )
-    added = [name for name in names if name not in stored]
+    return [name for name in names if name not in stored]
+
+
+def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
+    """Rule 17 "add the column": a column the rows bring that the table lacks joins the table
+    next to the source columns (its own commit, before the group's: a rerun finds it there)."""
+    added = missing_columns(spark, target, layout)
+    if not added:
+        return
+    stored = [f.name for f in spark.table(target).schema.fields]
+    names = [*layout.keys, *layout.data]
     if needs_column_mapping(added) and not needs_column_mapping(stored):
         mode = spark.sql(f"show tblproperties {target} ('delta.columnMapping.mode')").collect()
         if not mode or mode[0].value != "name":

@@ -2,6 +2,7 @@
 
     python -m lakehistory_tools.bench.statements              # a 5-row batch on a 100k-row history table
     python -m lakehistory_tools.bench.statements --rows 1000000 --batch-keys 10000 --runs 3
+    python -m lakehistory_tools.bench.statements --idle      # the last run finds nothing pending
 
 Builds the benchmark's `obs_raw_history` table, then lands a small batch per run and runs the
 node through dbt. Every Spark action of the run (a query whose rows reach Python, a local
@@ -165,6 +166,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=100_000, help="history table rows (default 100000)")
     parser.add_argument("--batch-keys", type=int, default=5, help="keys of each batch (default 5)")
     parser.add_argument("--runs", type=int, default=2, help="batches, one run each; the last is listed (default 2)")
+    parser.add_argument("--idle", action="store_true", help="land nothing for the last run: an idle node's statements")
     parser.add_argument("--out", type=Path, default=None, help="work folder (default $LAKEHISTORY_HOME/statements)")
     parser.add_argument("--repository", type=Path, default=Path.cwd(), help="the lakehistory checkout (default: here)")
     parser.add_argument(
@@ -190,7 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     recorder = Recorder(spark, work / "plans.txt")
     recorder.install()
     for r in range(1, args.runs + 1):
-        workload.land_small_round(landing, plan, r, args.batch_keys)
+        if not (args.idle and r == args.runs):
+            workload.land_small_round(landing, plan, r, args.batch_keys)
         recorder.actions.clear()
         recorder.overhead = 0.0
         if recorder.explain is not None:
@@ -206,7 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     spent = sum(a.seconds for a in recorder.actions)
     where = f"{args.rows} rows, time zone {args.time_zone}"
-    print(f"{HISTORY}: a {args.batch_keys}-key batch on {where}, run {args.runs}: node {node:.2f}s")
+    batch = "nothing pending" if args.idle else f"a {args.batch_keys}-key batch"
+    print(f"{HISTORY}: {batch} on {where}, run {args.runs}: node {node:.2f}s")
     print(f"{'at':>6} {'seconds':>8} {'jobs':>4} {'log':>5} {'busy':>5}  {'function':<40} {'statement':<44} plan")
     for a in recorder.actions:
         print(
