@@ -1,7 +1,9 @@
 """One writer at a time (lakehistory.history.writer) on real Delta tables: two writers racing for
 the lock get it one at a time, a held lock stops a history model before it changes anything and
-names the holder, a lapsed one is taken over, and a second process on the embedded lakehouse is
-told that it is in use. Two dbt runs through one Connect server: test_spark_connect.py."""
+names the holder, a lapsed or dead one is taken over, a table with nothing pending takes no lock,
+and a second process on the embedded lakehouse is told that it is in use. Through one Connect
+server: test_spark_connect.py (two runs take turns) and test_connect_writer.py (a dead client, a
+stalled one)."""
 
 from __future__ import annotations
 
