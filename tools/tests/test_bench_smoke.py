@@ -24,7 +24,14 @@ MEASURES = {
     "fk_equi_join",
     "as_of_old",
     "current_state",
+    "sync_dbt_run",
+    "sync_floor",
+    "sync_slope_dbt",
+    "sync_slope_floor",
+    "idle_table",
 }
+SYNC_MEASURES = {"sync_dbt_run", "sync_floor", "sync_slope_dbt", "sync_slope_floor", "idle_table"}
+SYNC_FIGURES = {"sync_of_many_tables", "sync_table_marginal", "idle_table"}
 FIGURES = {
     "small_batch_vs_hand_written",
     "catch_up_vs_one_batch",
@@ -33,6 +40,9 @@ FIGURES = {
     "vs_hand_written",
     "history_fk",
     "as_of_vs_current",
+    "sync_of_many_tables",
+    "sync_table_marginal",
+    "idle_table",
 }
 
 
@@ -49,10 +59,10 @@ def test_bench_smoke_reports_every_measure(
     assert "hold the same current rows" in stdout  # the bench's own check of the compared tables
 
     report = json.loads((tmp_path / "bench.json").read_text())
-    runs = report["config"]["runs"]
     samples = report["samples"]
     assert {s["measure"] for s in samples} == MEASURES
     for measure in MEASURES:
+        runs = report["config"]["sync_runs" if measure in SYNC_MEASURES else "runs"]
         scales = {s["scale"] for s in samples if s["measure"] == measure}
         for scale in scales:
             mine = [s for s in samples if s["measure"] == measure and s["scale"] == scale]
@@ -62,7 +72,9 @@ def test_bench_smoke_reports_every_measure(
 
     figures = {f["name"]: f for f in report["figures"]}
     assert set(figures) == FIGURES
-    for f in figures.values():
+    assert {s["scale"] for s in samples if s["measure"] == "sync_dbt_run"} == set(report["config"]["sync_tables"])
+    for name, f in figures.items():
+        runs = report["config"]["sync_runs" if name in SYNC_FIGURES else "runs"]
         assert f["ratio"] > 0 and f["numerator_spread"]["runs"] == runs, f
     as_of = [s for s in samples if s["measure"] in ("as_of_old", "current_state")]
     assert len({s["rows_returned"] for s in as_of}) == 1  # equal row counts, as compared

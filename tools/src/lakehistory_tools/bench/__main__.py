@@ -19,8 +19,8 @@ from functools import partial
 from pathlib import Path
 
 from lakehistory.platform.paths import local_home
-from lakehistory_tools.bench import workload
-from lakehistory_tools.bench.measure import Figure, Meter, files_read
+from lakehistory_tools.bench import sync, workload
+from lakehistory_tools.bench.measure import Figure, Meter, Sample, files_read
 from lakehistory_tools.bench.report import memory_rows, scale_text, terminal, write_files
 from lakehistory_tools.project import copy_demo_project
 
@@ -133,6 +133,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--backlog-rows", type=int, default=100, help="rows of each backlog batch (default 100)")
     parser.add_argument("--fk-children", type=int, default=10_000_000, help="child `_hx` versions (default 10M)")
     parser.add_argument("--fk-parents", type=int, default=1_000_000, help="parent `_hx` versions (default 1M)")
+    parser.add_argument(
+        "--sync-tables",
+        default="10,50,100",
+        help="table counts of the sync of many tables, comma-separated; the middle one is the headline"
+        " (default 10,50,100)",
+    )
+    parser.add_argument("--sync-runs", type=int, default=3, help="rounds of the sync of many tables (default 3)")
     parser.add_argument("--out", type=Path, default=None, help="result folder (default $LAKEHISTORY_HOME/bench)")
     parser.add_argument(
         "--repository", type=Path, default=Path.cwd(), help="the lakehistory checkout (default: the current folder)"
@@ -143,7 +150,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.scales, args.batch_keys, args.runs, args.compare_at = "5000,20000", 200, 1, 20000
         args.backlog_batches, args.backlog_rows = 4, 20
         args.fk_children, args.fk_parents = 20_000, 2_000
+        args.sync_tables, args.sync_runs = "1,2", 1
     args.scales = sorted(int(s) for s in str(args.scales).split(","))
+    args.sync_tables = sorted({int(t) for t in str(args.sync_tables).split(",")})
+    if len(args.sync_tables) < 2:
+        parser.error("--sync-tables needs two table counts or more: the cost of one more table is a slope")
     if args.compare_at not in args.scales:
         parser.error(f"--compare-at {args.compare_at} must be one of --scales")
     if not (args.repository / "integration_tests" / "dbt_project.yml").is_file():
@@ -165,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (project / "models" / "bench").mkdir()
     (project / "models" / "bench" / "_bench__sources.yml").write_text(BENCH_SOURCES)
     (project / "snapshots" / "bench__snapshots.yml").write_text(BENCH_SNAPSHOT)
+    sync.write_project(project, args.sync_tables[-1])
     dbt = Dbt(project)
     dbt.deps()
     started = time.perf_counter()
@@ -313,6 +325,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     say(f"as-of: {counts} active rows, files read {read} of {total_files}")
 
+    # -- 6: a sync of many tables, one small batch each, by one `dbt run`, against the floor -----------
+    sync.measure(dbt, spark, meter, work / "landing" / "sync", "bench_sync", args.sync_tables, args.sync_runs, say)
+    headline, fewest, most = sync.headline(args.sync_tables), args.sync_tables[0], args.sync_tables[-1]
+
     # -- figures -------------------------------------------------------------------------------------
     small, big = args.scales[0], args.scales[-1]
     compare_keys = plans[args.compare_at].keys
@@ -378,6 +394,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             lambda x: x <= 2,
             note=f"files read: as of {read['as_of']}/{total_files} (skipped {1 - read['as_of'] / total_files:.0%}),"
             f" current {read['current']}/{total_files} (skipped {1 - read['current'] / total_files:.0%})",
+        ),
+        Figure.compare(
+            "sync_of_many_tables",
+            f"A sync of {headline} tables, a {sync.BATCH_KEYS}-row batch each, applied by one `dbt run` of their"
+            f" history models ({sync.THREADS} threads), against the same batches applied by hand in one session",
+            (f"dbt run of {headline} history models", meter.of("sync_dbt_run", headline)),
+            ("hand-written read, MERGE, INSERT per table", meter.of("sync_floor", headline)),
+            "<= 2",
+            lambda x: x <= 2,
+        ),
+        Figure.compare(
+            "sync_table_marginal",
+            f"What one more table adds to a sync (the slope from {fewest} to {most} tables), against the floor's",
+            ("one more history model", meter.of("sync_slope_dbt")),
+            ("one more table by hand", meter.of("sync_slope_floor")),
+            "<= 2",
+            lambda x: x <= 2,
+        ),
+        Figure.compare(
+            "idle_table",
+            f"A history node with nothing pending, in a sync of {headline} tables where half have a batch: its"
+            " share of the run's wall time, against the 0.5 s the goal allows",
+            ("an idle node's share", meter.of("idle_table")),
+            ("the goal's 0.5 s", [Sample("goal", headline, s.run, 0.5, 0.0, None) for s in meter.of("idle_table")]),
+            "<= 1",
+            lambda x: x <= 1,
         ),
     ]
     memory = memory_rows(meter.samples)

@@ -87,6 +87,14 @@ class Meter:
         self.samples.append(sample)
         return sample
 
+    def record(self, measure: str, scale: int, run: int, seconds: float, **detail: Any) -> Sample:
+        """Record a figure computed from measured steps (a slope, a node's share of a run), with the
+        driver's heap and resident size as they are now."""
+        heap = sum(p.getUsage().getUsed() for p in self._heap_pools()) / MIB
+        sample = Sample(measure, scale, run, float(seconds), round(heap, 1), self._rss_peak_mib(), detail)
+        self.samples.append(sample)
+        return sample
+
     def of(self, measure: str, scale: int | None = None) -> list[Sample]:
         return [s for s in self.samples if s.measure == measure and (scale is None or s.scale == scale)]
 

@@ -160,6 +160,6 @@ def _bars(plt: Any, labels: Sequence[str], values: Sequence[float], row_inches: 
 
 def _save(plt: Any, fig: Any, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # the image grows to hold a label past the axes
     plt.close(fig)
     return path

@@ -133,77 +133,98 @@ def hand_table(i: int, threads: int) -> str:
     return f"hand{threads}_{table(i)}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    counts = sorted(int(t) for t in args.tables.split(","))
-    most = counts[-1]
-    work = (args.out or local_home() / "bench-sync").resolve()
-    from lakehistory_tools.bench.__main__ import fresh_project
+def headline(counts: Sequence[int]) -> int:
+    """The table count of the headline figures: the middle one of those measured."""
+    return sorted(counts)[len(counts) // 2]
 
-    dbt = fresh_project(args.repository, work)
-    write_project(dbt.project, most)
-    schema, landing = "bench_sync", work / "landing"
-    spark = _spark(dbt, schema, landing)
+
+def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int], runs: int, say=print) -> None:
+    """The sync figures into `meter`: per round and table count, `sync_dbt_run` and `sync_floor`
+    (seconds of the whole sync), `sync_slope_dbt` and `sync_slope_floor` (one more table, over the
+    fewest to the most tables) and `idle_table` (an idle node's share of a run's wall time, in a
+    sync of the headline count where half the tables are idle). `dbt` and `spark` are the
+    benchmark's; the project must have the models of `write_project` for the most tables."""
+    counts = sorted(counts)
+    most, idle_of = counts[-1], headline(counts)
+    spark.sql(f"create schema if not exists `{schema}`")
     for i in range(1, most + 1):
         land(landing, i, 1, range(1, HISTORY_KEYS + 1))
         land(landing, i, 2, range(1, HISTORY_KEYS + 1, 2))
-    models = [model(i) for i in range(1, most + 1)]
-    dbt(schema, landing, "run", "--select", *models)  # the tables' history: not timed
+    dbt(schema, landing, "run", "--select", *[model(i) for i in range(1, most + 1)])  # the history: not timed
     for i in range(1, most + 1):
         for threads in (1, THREADS):
             spark.sql(
                 f"create or replace table `{schema}`.`{hand_table(i, threads)}` using delta as"
                 f" select * except (`valid_from`, `valid_to`) from `{schema}`.`{model(i)}`"
             )
-
     n = 2
-    seconds: dict[tuple[str, int], list[float]] = {}
-    idle_shares: list[float] = []
-    for r in range(1, args.runs + 1):
+    for r in range(1, runs + 1):
+        took: dict[tuple[str, int], float] = {}
         for tables in counts if r % 2 else counts[::-1]:
             n += 1
             for i in range(1, tables + 1):
                 land(landing, i, n, range(r * 7 % 100 + 1, r * 7 % 100 + 1 + BATCH_KEYS))
-            for name in ("dbt", "hand") if r % 2 else ("hand", "dbt"):
-                if name == "dbt":
-                    took, _ = _dbt_run(dbt, schema, landing, tables)
-                else:
-                    took = _floor(spark, landing, schema, tables, n)
-                seconds.setdefault((name, tables), []).append(took)
-                print(f"round {r}, {tables} tables, {name}: {took:.1f}s", flush=True)
-        # the idle round: a batch for every other table of the most
+            steps = [
+                ("sync_dbt_run", partial(_dbt_run, dbt, schema, landing, tables)),
+                ("sync_floor", partial(_floor, spark, landing, schema, tables, n)),
+            ]
+            for name, step in steps if r % 2 else steps[::-1]:
+                took[name, tables] = meter.measure(name, tables, r, step, tables=tables, batch_keys=BATCH_KEYS).seconds
+        if len(counts) > 1:
+            lo, hi = counts[0], counts[-1]
+            for name in ("dbt_run", "floor"):
+                slope = (took[f"sync_{name}", hi] - took[f"sync_{name}", lo]) / (hi - lo)
+                meter.record(f"sync_slope_{name.split('_')[0]}", hi, r, slope, tables=(lo, hi))
+        # the idle round: a batch for every other table of the headline count
         n += 1
-        for i in range(1, most + 1, 2):
+        for i in range(1, idle_of + 1, 2):
             land(landing, i, n, range(1, BATCH_KEYS + 1))
-        took, nodes = _dbt_run(dbt, schema, landing, most)
-        busy = {model(i) for i in range(1, most + 1, 2)}
+        nodes: dict[str, float] = {}
+        wall = _dbt_run(dbt, schema, landing, idle_of, nodes)
+        busy = {model(i) for i in range(1, idle_of + 1, 2)}
         idle = [s for name, s in nodes.items() if name not in busy]
-        share = took * sum(idle) / sum(nodes.values()) / len(idle)
-        idle_shares.append(share)
-        print(f"round {r}, {most} tables, half idle: {took:.1f}s, an idle node's share {share:.2f}s", flush=True)
-        for i in range(1, most + 1, 2):  # the floor's copies take the same batch, so they stay alike
+        share = wall * sum(idle) / sum(nodes.values()) / len(idle)
+        meter.record("idle_table", idle_of, r, share, tables=idle_of, idle_tables=len(idle), run_seconds=round(wall, 3))
+        for i in range(1, idle_of + 1, 2):  # the floor's copies take the same batch, so they stay alike
             for threads in (1, THREADS):
                 hand_apply(spark, landing, schema, i, n=n, threads=threads)
+        say(
+            f"sync round {r}: "
+            + ", ".join(f"{name} of {tables} tables {s:.1f}s" for (name, tables), s in sorted(took.items()))
+            + f"; {idle_of} tables, half idle, {wall:.1f}s: an idle node's share {share:.2f}s"
+        )
 
-    report(seconds, counts, idle_shares)
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    counts = sorted(int(t) for t in args.tables.split(","))
+    work = (args.out or local_home() / "bench-sync").resolve()
+    from lakehistory_tools.bench.__main__ import fresh_project
+
+    dbt = fresh_project(args.repository, work)
+    write_project(dbt.project, counts[-1])
+    schema, landing = "bench_sync", work / "landing"
+    dbt(schema, landing, "show", "--inline", "select 1")  # starts dbt's Spark session, not inside a timed run
+    from pyspark.sql import SparkSession
+
+    from lakehistory_tools.bench.measure import Meter
+
+    spark = SparkSession.builder.getOrCreate()  # dbt's, which the query above started
+    meter = Meter(spark)
+    measure(dbt, spark, meter, landing, schema, counts, args.runs)
+    report(meter, counts)
     return 0
 
 
-def _spark(dbt, schema: str, landing: Path):
-    """dbt's Spark session, started by a first query of this process (not inside a timed run)."""
-    dbt(schema, landing, "show", "--inline", "select 1")
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.builder.getOrCreate()  # dbt's, which the query above started
-    spark.sql(f"create schema if not exists `{schema}`")
-    return spark
-
-
-def _dbt_run(dbt, schema: str, landing: Path, tables: int) -> tuple[float, dict[str, float]]:
+def _dbt_run(dbt, schema: str, landing: Path, tables: int, nodes: dict[str, float] | None = None) -> float:
+    """One `dbt run` of the first `tables` history models: its wall time; each node's execution
+    time into `nodes`."""
     began = time.perf_counter()
     result = dbt(schema, landing, "run", "--select", *[model(i) for i in range(1, tables + 1)])
     took = time.perf_counter() - began
-    return took, {r.node.name: float(r.execution_time) for r in result.result.results}
+    if nodes is not None:
+        nodes.update({r.node.name: float(r.execution_time) for r in result.result.results})
+    return took
 
 
 def _floor(spark, landing: Path, schema: str, tables: int, n: int) -> float:
@@ -217,23 +238,19 @@ def _floor(spark, landing: Path, schema: str, tables: int, n: int) -> float:
     return min(times)
 
 
-def report(seconds: dict[tuple[str, int], list[float]], counts: list[int], idle_shares: list[float]) -> None:
+def report(meter, counts: list[int]) -> None:
+    def median(name: str, tables: int | None = None) -> float:
+        return statistics.median(s.seconds for s in meter.of(name, tables))
+
     print("\nsync_of_many_tables: one `dbt run` of the history models against the hand-written floor")
     print(f"{'tables':>7} {'dbt run':>10} {'floor':>10} {'ratio':>6} {'dbt/table':>10} {'floor/table':>12}")
     for tables in counts:
-        a, b = statistics.median(seconds["dbt", tables]), statistics.median(seconds["hand", tables])
+        a, b = median("sync_dbt_run", tables), median("sync_floor", tables)
         print(f"{tables:>7} {a:9.1f}s {b:9.1f}s {a / b:6.2f} {a / tables:9.2f}s {b / tables:11.2f}s")
     if len(counts) > 1:
-        lo, hi = counts[0], counts[-1]
-
-        def slope(name: str) -> float:
-            return (statistics.median(seconds[name, hi]) - statistics.median(seconds[name, lo])) / (hi - lo)
-
-        print(
-            f"one more table ({lo} to {hi} tables): dbt {slope('dbt'):.2f}s, floor {slope('hand'):.2f}s,"
-            f" ratio {slope('dbt') / slope('hand'):.2f}"
-        )
-    print(f"idle_table: an idle node's share of the run's wall time {statistics.median(idle_shares):.2f}s (median)")
+        a, b = median("sync_slope_dbt"), median("sync_slope_floor")
+        print(f"one more table ({counts[0]} to {counts[-1]} tables): dbt {a:.2f}s, floor {b:.2f}s, ratio {a / b:.2f}")
+    print(f"idle_table: an idle node's share of the run's wall time {median('idle_table'):.2f}s (median)")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
