@@ -2,8 +2,8 @@
 
     adapter.call_python('lakehistory.history.apply:apply_pending', {...})   # from the strategy macro
 
-Per run of a history model (one that finds no batch staged, and no column to add, stops before
-step 1: it takes no writer lock and reads nothing of the ledger):
+Per run of a history model (one that finds no batch staged, no column to add and no commit of
+its table unrecorded stops before step 1, without the writer lock):
 1. Record what the history table committed that the transactions table lacks (ledger.py), for
    this table and, once per dbt invocation, for every history table of the project, so that no
    new transaction id can repeat an id a stopped run already committed.
@@ -100,10 +100,11 @@ def apply_pending(
     with own_session(spark) as own:
         layout = layout_of(own, staged, keys, deleted_column, table=target)
         staged_batches = _staged_batches(own, staged, layout.keys[0])
-        if exists and not staged_batches and not missing_columns(own, target, layout):
-            # Staging found every landed batch recorded: the table, checked as every run checks
-            # it, is left as it is, without the writer lock or the ledger's reads (a batch that a
-            # stopped run committed unrecorded is still staged, so no recovery is due here).
+        idle = exists and not staged_batches and not missing_columns(own, target, layout)
+        # Staging found every landed batch recorded. Unless the table holds a commit the ledger
+        # lacks (a stopped revert, capture or cleanup), it is left as it is, checked as every run
+        # checks it, without waiting for the writer lock.
+        if idle and not ledger.unrecorded_commits(own, target, ledger.recorded(own, transactions, target)):
             return {"batches": 0, "groups": 0, "transactions": []}
         with writer.holding(spark, writer_lock, writer_wait_seconds):
             if not exists:
