@@ -257,8 +257,8 @@ def test_a_run_paused_past_its_lease_stops_before_its_commit(
 def test_a_table_with_nothing_pending_is_left_alone_without_the_writer_lock(
     project: DbtProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Most tables of a sync have nothing new: their node neither waits for the writer lock nor
-    reads the ledger. A column declared meanwhile still joins the table (through the lock)."""
+    """Most tables of a sync have nothing new: their node does not wait for the writer lock. A
+    column declared meanwhile still joins the table (through the lock)."""
     case = HistoryCase(project, "idle", COLS, ["id"])
     case.land(batch("idle", COLS, "id", 1, "alice", [version(T(1), id=1, name="a")]))
     case.run()
