@@ -46,24 +46,64 @@ class Engine:
 
     def apply(self, table: str, columns: Sequence[Column], key: Sequence[str], per_commit: int | None = None) -> dict:
         """Stage the table's landed batches and apply them, as one dbt run of its model would."""
-        spark = self.project.spark
-        view = f"__lakehistory_pending__{table}"
+        self.stage(table, columns, key)
+        return self.apply_staged(table, columns, key, per_commit)
+
+    def stage(
+        self,
+        table: str,
+        columns: Sequence[Column],
+        key: Sequence[str],
+        invocation_id: str = "",
+        run_tables: Sequence[str] = (),
+    ) -> None:
+        """Stage the table's landed batches, as its model's staging does; `run_tables`: the
+        landed tables of the invocation `invocation_id`, when this is its first staging."""
         register_pending_batches(
-            spark, view, str(self.project.landing), table, key, [(c.name, c.type) for c in columns], self.transactions
+            self.project.spark,
+            f"__lakehistory_pending__{table}",
+            str(self.project.landing),
+            table,
+            key,
+            [(c.name, c.type) for c in columns],
+            self.transactions,
+            invocation_id,
+            [(str(self.project.landing), t) for t in run_tables],
         )
+
+    def apply_staged(
+        self,
+        table: str,
+        columns: Sequence[Column],
+        key: Sequence[str],
+        per_commit: int | None = None,
+        invocation_id: str = "",
+        history_tables: Sequence[str] = (),
+    ) -> dict:
+        """Apply what `stage` staged for the table, as the strategy macro does."""
+        spark = self.project.spark
         return apply_pending(
             spark,
-            target=f"`{self.project.schema}`.`{table}`",
-            staged=f"`{view}`",
+            target=self.target(table),
+            staged=f"`__lakehistory_pending__{table}`",
             transactions=self.transactions,
             keys=key,
             deleted_column=deleted_column_of(columns),
             versioning={"version_type": "integer", "open_end": "max", "append_only": False},
             uuid_sql=self.uuid_sql,
             exists=spark.catalog.tableExists(f"{self.project.schema}.{table}"),
-            writer_lock=f"`{self.project.schema}`.`lakehistory_transactions_writer`",
+            writer_lock=self.writer_lock,
+            history_tables=[self.target(t) for t in history_tables],
+            invocation_id=invocation_id,
             max_batches_per_commit=per_commit,
         )
+
+    def target(self, table: str) -> str:
+        return f"`{self.project.schema}`.`{table}`"
+
+    @property
+    def writer_lock(self) -> str:
+        return f"`{self.project.schema}`.`lakehistory_transactions_writer`"
 
     def physical(self, table: str) -> list[tuple[dict, int, int | None]]:
         """The table's rows with valid_from / valid_to as batch sequences (None: open)."""

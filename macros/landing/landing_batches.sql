@@ -40,8 +40,38 @@
       'key': landed.key,
       'columns': landed.columns,
       'transactions': lakehistory.transactions_relation() | string,
+      'invocation_id': invocation_id,
+      'run_tables': [] if adapter.call_python('lakehistory.landing.run_reads:known', {'invocation_id': invocation_id})
+                     else lakehistory._run_landed_tables(),
   }) -%}
   {{ return(adapter.quote(view)) }}
+{% endmacro %}
+
+
+{#- The landed tables this invocation stages, as [landing_root, table] pairs: the lakehistory
+    sources of its selected nodes, read from directly or through an ephemeral model. The first
+    staging of a run reads them all at once (lakehistory.landing.run_reads). -#}
+{% macro _run_landed_tables() %}
+  {%- set wanted = [] -%}
+  {%- for unique_id in (selected_resources or []) -%}
+    {%- for parent_id in (graph.nodes.get(unique_id) or {}).get('depends_on', {}).get('nodes', []) -%}
+      {%- do wanted.append(parent_id) -%}
+      {%- set parent = graph.nodes.get(parent_id) -%}
+      {%- if parent and parent.config.materialized == 'ephemeral' -%}
+        {%- do wanted.extend(parent.depends_on.nodes) -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- set tables = [] -%}
+  {%- for source_id in wanted | unique -%}
+    {%- set node = graph.sources.get(source_id) -%}
+    {%- set root = node and ((node.meta or {}).get('lakehistory', {}).get('landing_root')
+                             or (node.source_meta or {}).get('lakehistory', {}).get('landing_root')) -%}
+    {%- if root and (node.meta or {}).get('lakehistory', {}).get('key') -%}
+      {%- do tables.append([root, node.name]) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(tables) }}
 {% endmacro %}
 
 

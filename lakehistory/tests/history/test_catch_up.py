@@ -20,9 +20,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness import examples
+from lakehistory.history import apply, ledger, writer
 from lakehistory.history.apply import HistoryError
+from lakehistory.landing import run_reads
 from lakehistory.landing.batch import EARLIEST, END, START, TMAX, Batch, Column
-from lakehistory.landing.manifests import Applied, applied_batches
+from lakehistory.landing.manifests import Applied, applied_batches, read_manifests
+from lakehistory.landing.spec import BatchError
 from oracle.fivetran import apply_batch, key_of
 from oracle.streams import batch_streams
 from oracle.transaction_time import ordered, physical_rows
@@ -117,6 +120,100 @@ def test_a_run_asks_only_about_the_batches_in_its_landing_folder(engine: Engine)
     )
     assert applied_batches(spark, engine.transactions, "archived", []) == Applied(frozenset(), 3)
     assert applied_batches(spark, engine.transactions, "never_landed", ["000001"]) == Applied(frozenset(), None)
+
+
+ROW_COLUMNS = [Column("id", "bigint"), Column("name", "string")]
+
+
+def one_row(table: str, n: int, name: str = "x") -> Batch:
+    start = dt.datetime(2024, 1, n, tzinfo=dt.UTC)
+    row = {"id": n, "name": name, START: start, END: TMAX, "_fivetran_active": True, "_fivetran_synced": start}
+    return Batch(table, f"{n:06d}", n, ["id"], ROW_COLUMNS, replace=[row])
+
+
+def test_a_run_reads_every_landed_table_at_once_and_each_answer_is_taken_once(engine: Engine) -> None:
+    """The first staging of an invocation reads the manifests and the applied batches of every
+    table the invocation stages; each table gets what it would have read alone, a table whose
+    manifests are bad gets its own error, and a second staging of a table reads again."""
+    spark, root = engine.project.spark, str(engine.project.landing)
+    engine.land("rr_a", [one_row("rr_a", 1)])
+    engine.apply("rr_a", ROW_COLUMNS, ["id"])
+    engine.land("rr_a", [one_row("rr_a", 2)])
+    engine.land("rr_b", [one_row("rr_b", 1), one_row("rr_b", 2)])
+    (engine.project.landing / "rr_b" / "000002" / "manifest.json").write_text('{"format_version": 1, "table": ')
+    engine.land("rr+odd", [one_row("rr+odd", 1)])  # not a name a glob takes as it is: read alone
+    run = [(root, t) for t in ("rr_a", "rr_b", "rr+odd", "rr_never_landed")]
+
+    def alone(table: str) -> run_reads.Landed:
+        manifests = read_manifests(spark, root, table)
+        return run_reads.Landed(manifests, applied_batches(spark, engine.transactions, table, ["000001", "000002"]))
+
+    got = run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_a", run)
+    assert got == alone("rr_a")
+    assert got is not None and got.applied == Applied(frozenset({"000001"}), 1)
+    assert run_reads.known("reads-1")
+    assert run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_a", []) is None, "taken once"
+    with pytest.raises(BatchError, match="000002"):
+        run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_b", [])
+    assert run_reads.landed(spark, "reads-1", engine.transactions, root, "rr+odd", []) == alone("rr+odd")
+    never = run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_never_landed", [])
+    assert never == run_reads.Landed([], Applied(frozenset(), None))
+    assert run_reads.landed(spark, "reads-2", engine.transactions, root, "rr_a", []) is None, "another invocation"
+
+
+def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_applied_again(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped between a table's commit and its record leaves the batch unrecorded. The next
+    run reads the landing once at its start, so the batch is staged as pending; another model's
+    recovery then records it from the commit. The table's own model applies nothing twice."""
+    engine.land("rec_a", [one_row("rec_a", 1)])
+    engine.land("rec_b", [one_row("rec_b", 1)])
+
+    def stop(name: str) -> None:
+        if name == "committed":
+            raise RuntimeError("stopped")
+
+    monkeypatch.setattr(apply, "_reached", stop)
+    with pytest.raises(RuntimeError, match="stopped"):
+        engine.apply("rec_a", ROW_COLUMNS, ["id"])
+    monkeypatch.setattr(apply, "_reached", lambda name: None)
+    monkeypatch.setattr(apply, "_recovered_invocations", set())  # a new process
+    monkeypatch.setattr(apply, "_unrecorded", set())
+
+    both = ["rec_a", "rec_b"]
+    engine.stage("rec_a", ROW_COLUMNS, ["id"], "recovery-1", run_tables=both)
+    engine.stage("rec_b", ROW_COLUMNS, ["id"], "recovery-1")
+    assert (
+        engine.apply_staged("rec_b", ROW_COLUMNS, ["id"], invocation_id="recovery-1", history_tables=both)["batches"]
+        == 1
+    )
+    assert engine.ids_of("rec_a"), "rec_b's run recorded rec_a's commit"
+    table = engine.physical("rec_a")
+    outcome = engine.apply_staged("rec_a", ROW_COLUMNS, ["id"], invocation_id="recovery-1", history_tables=both)
+    assert outcome["batches"] == 0
+    assert engine.physical("rec_a") == table
+    assert len(engine.ids_of("rec_a")) == 1
+
+
+def test_what_the_writer_knows_of_the_transactions_table_is_what_a_scan_of_it_reads(engine: Engine) -> None:
+    """Under the writer lock, the last ids and Delta versions come from what this process read
+    and recorded since, without a scan: they equal a scan's, table by table."""
+    for n in (1, 2):
+        for table in ("known_a", "known_b"):
+            engine.land(table, [one_row(table, n)])
+            engine.apply(table, ROW_COLUMNS, ["id"])
+    spark, targets = engine.project.spark, [engine.target("known_a"), engine.target("known_b")]
+    with writer.holding(spark, engine.writer_lock, 10):
+        ledger.recorded_for(spark, engine.transactions, targets)  # what the next ones are kept from
+        engine.land("known_a", [one_row("known_a", 3)])
+        engine.apply("known_a", ROW_COLUMNS, ["id"])
+        known = ledger._known[engine.transactions]
+        assert known.hold == writer.active_hold() and set(targets) <= set(known.tables)
+        kept = ledger.recorded_for(spark, engine.transactions, targets)
+    scanned = ledger.recorded_for(spark, engine.transactions, targets)  # no lock held: a scan
+    assert kept == scanned
+    assert kept[targets[0]].history_last_id == max(engine.ids_of("known_a"))
 
 
 def test_reference_transaction_time() -> None:

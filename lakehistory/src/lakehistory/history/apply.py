@@ -22,6 +22,7 @@ its table unrecorded stops before step 1, without the writer lock):
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -56,6 +57,14 @@ __all__ = ["HistoryError", "apply_pending", "record_commit", "recover", "run_tra
 # whose last commit this process could not record: both are checked before any new transaction.
 _recovered_invocations: set[str] = set()
 _unrecorded: set[str] = set()
+# Per (invocation, transactions table): the batches this process's recoveries recorded, as
+# (source table, batch id). A model may have staged one of them from what the invocation read at
+# its start (landing.run_reads), before another model's recovery recorded it: it is not applied.
+_recovered_batches: dict[tuple[str, str], set[tuple[str | None, str | None]]] = {}
+# Per (invocation, transactions table): what the transactions table held for every history table
+# when the invocation's first idle check read it (see _recorded_at_start).
+_recorded_at: dict[tuple[str, str], dict[str, ledger.Recorded]] = {}
+_recorded_lock = threading.Lock()
 
 
 # The points between the statements of a run where a stop (a killed process, a lost connection)
@@ -104,8 +113,10 @@ def apply_pending(
         # Staging found every landed batch recorded. Unless the table holds a commit the ledger
         # lacks (a stopped revert, capture or cleanup), it is left as it is, checked as every run
         # checks it, without waiting for the writer lock.
-        if idle and not ledger.unrecorded_commits(own, target, ledger.recorded(own, transactions, target)):
-            return {"batches": 0, "groups": 0, "transactions": []}
+        if idle:
+            state = _recorded_at_start(own, transactions, target, history_tables, invocation_id)
+            if not ledger.unrecorded_commits(own, target, state):
+                return {"batches": 0, "groups": 0, "transactions": []}
         with writer.holding(spark, writer_lock, writer_wait_seconds):
             if not exists:
                 create_table(own, target, layout, versions)
@@ -116,7 +127,7 @@ def apply_pending(
             try:
                 state, recovered = recover(own, transactions, target, history_tables, invocation_id, uuid_sql)
                 _reached("recovered")
-                pending = _pending(staged_batches, recovered)
+                pending = _pending(staged_batches, recovered | _recovered_batches[(invocation_id, transactions)])
                 refused = _unconfigured_deleted_column(pending, layout)
                 applicable = pending[: pending.index(refused)] if refused else pending
                 at = 0
@@ -144,6 +155,21 @@ def apply_pending(
                     _drop_if_never_written(own, target)
                 raise
             return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
+
+
+def _recorded_at_start(
+    spark: SparkSession, transactions: str, target: str, history_tables: Sequence[str], invocation_id: str
+) -> ledger.Recorded:
+    """What the transactions table holds for `target`, as the invocation's first idle check read
+    it for every history table in one scan. The table's own commits come from its own model
+    only, which is this call; a record made since (another model's recovery) can only make its
+    commits look unrecorded, and the run then checks them again under the writer lock."""
+    key = (invocation_id, transactions)
+    with _recorded_lock:
+        if not invocation_id or target not in _recorded_at.get(key, {}):
+            _recorded_at.clear()  # one invocation at a time per process
+            _recorded_at[key] = ledger.recorded_for(spark, transactions, sorted({*history_tables, target}))
+        return _recorded_at[key].pop(target)
 
 
 def _drop_if_never_written(spark: SparkSession, target: str) -> None:
@@ -243,7 +269,16 @@ def recover(
     recovered, state = _recover_others(spark, transactions, {target}, history_tables, invocation_id, uuid_sql, target)
     _unrecorded.discard(target)
     state, txns = ledger.recover(spark, transactions, target, uuid_sql, state)
+    _note_recovered(invocation_id, transactions, txns)
     return state, {(t.source_table, t.batch_id) for t in recovered + txns}
+
+
+def _note_recovered(invocation_id: str, transactions: str, txns: list[ledger.Txn]) -> None:
+    key = (invocation_id, transactions)
+    if key not in _recovered_batches:
+        _recovered_batches.clear()  # one invocation at a time per process
+        _recovered_batches[key] = set()
+    _recovered_batches[key].update((t.source_table, t.batch_id) for t in txns)
 
 
 def _recover_others(
@@ -259,7 +294,10 @@ def _recover_others(
     once per invocation of every history table, but those in `skip`. Returns the transactions
     recorded, and what the transactions table holds for the table `then` the caller checks next:
     read in the same scan as the others' (ledger.recorded_for), None once a recording changed it."""
-    tables = sorted((_unrecorded | (set() if invocation_id in _recovered_invocations else set(history_tables))) - skip)
+    first = invocation_id not in _recovered_invocations
+    if first:
+        ledger.forget(transactions)
+    tables = sorted((_unrecorded | (set(history_tables) if first else set())) - skip)
     states = ledger.recorded_for(spark, transactions, [*tables, then])
     recovered: list[ledger.Txn] = []
     for table in tables:
@@ -268,6 +306,7 @@ def _recover_others(
             recovered += ledger.recover(spark, transactions, table, uuid_sql, None if recovered else states[table])[1]
         _unrecorded.discard(table)
     _recovered_invocations.add(invocation_id)
+    _note_recovered(invocation_id, transactions, recovered)
     return recovered, None if recovered else states[then]
 
 

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
+from lakehistory.history import writer
 from lakehistory.history.session import session_conf
 from lakehistory.history.sql import q
 from lakehistory.history.transactions import COLUMNS
@@ -63,13 +64,17 @@ class TransactionTakenError(RuntimeError):
     """A transaction id this run took is recorded by another writer: this run lost the writer lock."""
 
 
-def insert_transactions(spark: SparkSession, transactions: str, rows: DataFrame, first_id: int) -> None:
+def insert_transactions(
+    spark: SparkSession, transactions: str, rows: DataFrame, first_id: int, recorded: Sequence[tuple] = ()
+) -> None:
     """Record the transactions `rows` (the transactions table's columns, in order; ids from
     `first_id` on) in one commit, only if none of their ids is recorded yet: the fence behind the
     writer lock. An id already there fails the statement, so nothing of it is written; a writer
     that records at the same moment makes Delta refuse one of the two commits, since each reads
     the part of the table it could clash with (ids from `first_id` on, which also lets Delta skip
-    every older file)."""
+    every older file). `recorded`: the rows as _ROW_SCHEMA tuples, to keep what this process
+    knows of the table (_Known) up to date; without them, it reads the table again."""
+    known = _known.pop(transactions, None)
     columns = ", ".join(q(c) for c in COLUMNS)
     taken = "raise_error(concat('lakehistory: transaction ', cast(s.`txn_id` as string), ' is already recorded'))"
     try:
@@ -94,6 +99,8 @@ def insert_transactions(spark: SparkSession, transactions: str, rows: DataFrame,
             " recorded, and the run stops. Run again: the next run records what this one committed, or refuses"
             " if another writer gave those ids to other batches."
         ) from None
+    if known is not None and recorded:
+        _known[transactions] = known.after(recorded)
 
 
 @dataclass(frozen=True)
@@ -216,7 +223,7 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
             delta_version
         from `{NEW_TRANSACTIONS_VIEW}`
     """)
-    insert_transactions(spark, transactions, new, min(r[0] for r in rows))
+    insert_transactions(spark, transactions, new, min(r[0] for r in rows), rows)
     spark.catalog.dropTempView(NEW_TRANSACTIONS_VIEW)
     return len(rows)
 
@@ -236,10 +243,47 @@ def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
     return recorded_for(spark, transactions, [history])[history]
 
 
+@dataclass(frozen=True)
+class _Known:
+    """What the transactions table held when this process last read it under the writer lock
+    (`hold`, writer.active_hold), with what it recorded since: while the hold lasts, no other
+    process writes the table, so this is what it holds, without a read of it (and of Delta's
+    state of it, which every record changes)."""
+
+    hold: tuple[str, int]
+    last_id: int
+    last_started: dt.datetime | None
+    tables: dict[str, tuple[int, int | None]]  # history table: its last id and Delta version
+
+    def after(self, rows: Sequence[tuple]) -> _Known:
+        tables = dict(self.tables)
+        for row in rows:  # _ROW_SCHEMA tuples
+            txn_id, history, started, version = row[0], row[3], dt.datetime.fromisoformat(row[9]), row[15]
+            last_id, last_version = tables.get(history, (0, None))
+            tables[history] = (max(last_id, txn_id), version if last_version is None else max(last_version, version))
+        started = max(dt.datetime.fromisoformat(r[9]) for r in rows)
+        last_started = started if self.last_started is None else max(self.last_started, started)
+        return _Known(self.hold, max(self.last_id, *(r[0] for r in rows)), last_started, tables)
+
+
+_known: dict[str, _Known] = {}  # per transactions table
+
+
+def forget(transactions: str) -> None:
+    """Read the transactions table again next time (a new dbt invocation: what it holds may have
+    been changed by hand since)."""
+    _known.pop(transactions, None)
+
+
 def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str]) -> dict[str, Recorded]:
     """What the transactions table holds for each of `histories`, in one scan of it: a run's
     first writer checks every history table of the project, and one aggregate per table would
-    read the whole transactions table once per table."""
+    read the whole transactions table once per table. Under the writer lock, what this process
+    knows already (_Known) answers without a scan."""
+    hold = writer.active_hold()
+    known = _known.get(transactions)
+    if hold is not None and known is not None and known.hold == hold and all(h in known.tables for h in histories):
+        return {h: Recorded(known.last_id, known.last_started, *known.tables[h]) for h in histories}
     per_table = []
     for i, history in enumerate(histories):
         mine = F.col("history_table") == F.lit(history)
@@ -259,6 +303,12 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
     )
     last_started = dt.datetime.fromisoformat(row["last_started"]) if row["last_started"] else None
     last_id = int(row["last_id"])
+    if hold is not None:
+        tables = {**(known.tables if known is not None and known.hold == hold else {})}
+        tables.update(
+            (h, (int(row[f"history_last_id_{i}"]), row[f"delta_version_{i}"])) for i, h in enumerate(histories)
+        )
+        _known[transactions] = _Known(hold, last_id, last_started, tables)
     return {
         history: Recorded(last_id, last_started, int(row[f"history_last_id_{i}"]), row[f"delta_version_{i}"])
         for i, history in enumerate(histories)

@@ -33,6 +33,7 @@ import contextlib
 import copy
 import getpass
 import hashlib
+import itertools
 import logging
 import os
 import re
@@ -58,6 +59,8 @@ POLL_SECONDS = 2
 LET_GO_WAIT_SECONDS = 30  # at exit, for a renewal in flight
 
 TOKEN = uuid.uuid4().hex  # this process's
+_takes = itertools.count(1)
+_active = threading.local()
 log = logging.getLogger(__name__)
 in_process = threading.RLock()
 
@@ -78,6 +81,7 @@ class _Hold:
     stop: threading.Event = field(default_factory=threading.Event)
     keeper: threading.Thread | None = None  # renews the hold (_keep)
     lost: bool = False  # a renewal found another writer holding the lock
+    epoch: int = 0  # which take of the lock this is: a new one after each let go or loss
 
 
 _held: dict[str, _Hold] = {}
@@ -265,8 +269,9 @@ def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
     if held:
         held.renewed = held.used = now
         held.lost = False
+        held.epoch = next(_takes)
         return
-    _held[lock] = new = _Hold(spark, now, now)
+    _held[lock] = new = _Hold(spark, now, now, epoch=next(_takes))
     new.keeper = threading.Thread(target=_keep, args=(lock, new), name="lakehistory-writer", daemon=True)
     new.keeper.start()
 
@@ -317,7 +322,23 @@ def holding(spark: SparkSession, lock: str, wait_seconds: float) -> Iterator[Non
     the transactions table."""
     with in_process:
         hold(spark, lock, wait_seconds)
-        yield
+        outer = getattr(_active, "hold", None)
+        _active.hold = (lock, _held[lock].epoch)
+        try:
+            yield
+        finally:
+            _active.hold = outer
+
+
+def active_hold() -> tuple[str, int] | None:
+    """The lock the calling thread writes under (a `holding` block) and which take of it this
+    is. While it stays the same, no other process has written the transactions table: what this
+    process read of it, and changed since, is what it holds (ledger.py keeps that)."""
+    found = getattr(_active, "hold", None)
+    if found is None:
+        return None
+    held = _held.get(found[0])
+    return found if held is not None and not held.lost and held.epoch == found[1] else None
 
 
 def take(spark: SparkSession, lock: str, token: str, holder: str, dead: str | None = None) -> bool:

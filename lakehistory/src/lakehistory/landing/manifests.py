@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,26 +83,62 @@ class Applied:
 def read_manifests(spark: SparkSession, landing_root: str, table: str) -> list[dict]:
     """Every batch folder of the table with its manifest (None where the manifest is missing).
     Raises BatchError for a manifest that is not UTF-8 JSON of the declared layout."""
-    base = f"{landing_root.rstrip('/')}/{table}"
+    found = read_landed(spark, landing_root, [table])[table]
+    if isinstance(found, BatchError):
+        raise found
+    return found
+
+
+# A table name that can stand in a Hadoop glob's {a,b} alternation as it is.
+_GLOB_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=-]*")
+
+
+def read_landed(spark: SparkSession, landing_root: str, tables: Sequence[str]) -> dict[str, list[dict] | BatchError]:
+    """`read_manifests` for each of `tables` under `landing_root`, in two Spark jobs for all of
+    them: one lists the batch folders' files, one reads their manifests. A table whose manifests
+    are bad gets its BatchError, which leaves the others readable."""
+    names = sorted(set(tables))
+    bulk = [t for t in names if _GLOB_SAFE.fullmatch(t)]
+    found: dict[str, list[dict] | BatchError] = {t: [] for t in names}
+    for group in ([bulk] if bulk else []) + [[t] for t in names if t not in bulk]:
+        found.update(_read_tables(spark, landing_root.rstrip("/"), group))
+    return found
+
+
+def _read_tables(spark: SparkSession, root: str, tables: list[str]) -> dict[str, list[dict] | BatchError]:
+    pattern = tables[0] if len(tables) == 1 else "{" + ",".join(tables) + "}"
     try:
-        files = spark.read.format("binaryFile").load(f"{base}/*/*").select("path")
-        folders = sorted({row.path.rsplit("/", 2)[-2] for row in files.collect()})
-    except Exception as exc:  # no folder for the table yet: nothing to stage
+        files = spark.read.format("binaryFile").load(f"{root}/{pattern}/*/*").select("path")
+        folders: dict[str, set[str]] = {}
+        for row in files.collect():
+            table, folder = row.path.rsplit("/", 3)[-3:-1]
+            folders.setdefault(table, set()).add(folder)
+    except Exception as exc:  # no folder for any of the tables yet: nothing to stage
         if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
-            return []
+            return {t: [] for t in tables}
         raise
-    manifests: dict[str, dict] = {}
+    manifests: dict[str, dict[str, dict]] = {t: {} for t in tables}
+    errors: dict[str, BatchError] = {}
     if folders:
         # The bytes, parsed here: Spark's JSON reader would turn a truncated file or a field of the
         # wrong type into NULLs, and say nothing of where the text went wrong.
-        frame = spark.read.format("binaryFile").load(f"{base}/*/manifest.json").select("path", "content")
+        frame = spark.read.format("binaryFile").load(f"{root}/{pattern}/*/manifest.json").select("path", "content")
         for row in frame.collect():  # one small document per landed batch
-            folder = row.path.rsplit("/", 2)[-2]
-            manifests[folder] = parse_manifest(folder, bytes(row.content)) | {"_folder": base}
-    return [
-        manifests.get(folder, {"_missing": True, "_folder_name": folder}) | {"_folder_name": folder}
-        for folder in folders
-    ]
+            table, folder = row.path.rsplit("/", 3)[-3:-1]
+            if table in errors or table not in manifests:
+                continue
+            try:
+                manifests[table][folder] = parse_manifest(folder, bytes(row.content)) | {"_folder": f"{root}/{table}"}
+            except BatchError as exc:
+                errors[table] = exc
+    return {
+        table: errors.get(table)
+        or [
+            manifests[table].get(folder, {"_missing": True, "_folder_name": folder}) | {"_folder_name": folder}
+            for folder in sorted(folders.get(table, ()))
+        ]
+        for table in tables
+    }
 
 
 def parse_manifest(folder: str, content: bytes) -> dict:
@@ -277,16 +314,32 @@ def landed_ids(manifests: list[dict]) -> list[str]:
 
 def applied_batches(spark: SparkSession, transactions: str | None, table: str, landed: Iterable[str]) -> Applied:
     """What the transactions table (None or missing: nothing applied yet) says about the batches
-    `landed`: which of them were applied, and the table's last applied sequence. One aggregate,
-    whose answer is as large as the landing folder, however many batches the table has applied."""
+    `landed` of `table`: which of them were applied, and the table's last applied sequence."""
+    return applied_batches_for(spark, transactions, {table: landed})[table]
+
+
+def applied_batches_for(
+    spark: SparkSession, transactions: str | None, landed: Mapping[str, Iterable[str]]
+) -> dict[str, Applied]:
+    """`applied_batches` for every table of `landed` (table: its landed batch ids), in one
+    aggregate, whose answer is as large as the landing folders, however many batches the tables
+    have applied."""
     if transactions is None or not spark.catalog.tableExists(transactions):
-        return Applied(frozenset(), None)
+        return {table: Applied(frozenset(), None) for table in landed}
     recorded = spark.table(transactions)
-    applied = recorded.where(F.col("source_table") == F.lit(table))
+    applied = recorded.where(F.col("source_table").isin(*sorted(landed)))
     if "operation" in recorded.columns:  # (a table of an earlier layout is refused by the merge, by name)
         applied = applied.where(F.col("operation") == "batch")  # not a snapshot's capture of the same table
-    found = applied.agg(
-        F.collect_set(F.when(F.col("batch_id").isin(*sorted(set(landed))), F.col("batch_id"))).alias("ids"),
-        F.max("batch_sequence").alias("last"),
-    ).collect()[0]  # an aggregate: exactly one row
-    return Applied(frozenset(found.ids), found.last)
+    pairs = spark.createDataFrame(
+        sorted({(table, batch_id) for table, ids in landed.items() for batch_id in ids}),
+        "source_table string, landed_id string",
+    )
+    landed_here = (applied["source_table"] == pairs["source_table"]) & (applied["batch_id"] == pairs["landed_id"])
+    found = (
+        applied.join(pairs, landed_here, "left")
+        .groupBy(applied["source_table"])
+        .agg(F.collect_set("landed_id").alias("ids"), F.max("batch_sequence").alias("last"))
+        .collect()  # a row per table
+    )
+    answers = {row.source_table: Applied(frozenset(row.ids), row.last) for row in found}
+    return {table: answers.get(table, Applied(frozenset(), None)) for table in landed}

@@ -15,6 +15,7 @@ from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 
+from . import run_reads
 from .manifests import applied_batches, landed_ids, pending_manifests, read_manifests, with_migrations
 from .rows import batch_markers, schema_change_rows, stage_rows
 from .spec import BatchError, TableSpec, first_line, spec_columns
@@ -29,21 +30,34 @@ def register_pending_batches(
     key: Sequence[str],
     columns: Sequence[Sequence[str]],
     transactions: str | None = None,
+    invocation_id: str = "",
+    run_tables: Sequence[Sequence[str]] = (),
 ) -> None:
     """Entry point for dbt (`adapter.call_python`): stage, validate and register the pending
-    batches of `table` as the temp view `view`."""
+    batches of `table` as the temp view `view`. `run_tables`: every [landing root, table] the
+    invocation `invocation_id` stages, sent by its first staging, which reads them all
+    (run_reads.py)."""
     spec = TableSpec(table=table, key=tuple(key), columns=spec_columns(columns))
-    staged = stage_pending_batches(spark, landing_root, spec, transactions)
+    found = run_reads.landed(spark, invocation_id, transactions, landing_root, table, run_tables)
+    staged = stage_pending_batches(spark, landing_root, spec, transactions, found)
     staged.createOrReplaceTempView(view)
 
 
 def stage_pending_batches(
-    spark: SparkSession, landing_root: str, spec: TableSpec, transactions: str | None = None
+    spark: SparkSession,
+    landing_root: str,
+    spec: TableSpec,
+    transactions: str | None = None,
+    landed: run_reads.Landed | None = None,
 ) -> DataFrame:
     """The typed, validated rows of every batch of `spec.table` not yet applied, in batch order.
-    `_lh_ordinal` numbers the pending batches 1, 2, ... in the order they must be applied."""
-    manifests = read_manifests(spark, landing_root, spec.table)
-    applied = applied_batches(spark, transactions, spec.table, landed_ids(manifests))
+    `_lh_ordinal` numbers the pending batches 1, 2, ... in the order they must be applied.
+    `landed`: the table's manifests and applied batches, when the run has read them already."""
+    if landed is None:
+        manifests = read_manifests(spark, landing_root, spec.table)
+        applied = applied_batches(spark, transactions, spec.table, landed_ids(manifests))
+    else:
+        manifests, applied = landed.manifests, landed.applied
     spec = with_migrations(spec, manifests)  # also checks every schema change
     pending = pending_manifests(manifests, spec, applied)
     if not pending:
