@@ -151,7 +151,7 @@ def test_a_run_reads_every_landed_table_at_once_and_each_answer_is_taken_once(en
     got = run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_a", run)
     assert got == alone("rr_a")
     assert got is not None and got.applied == Applied(frozenset({"000001"}), 1)
-    assert run_reads.known("reads-1")
+    assert run_reads.known(spark, "reads-1")
     assert run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_a", []) is None, "taken once"
     with pytest.raises(BatchError, match="000002"):
         run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_b", [])

@@ -3,7 +3,8 @@
     adapter.call_python('lakehistory.history.apply:apply_pending', {...})   # from the strategy macro
 
 Per run of a history model (one that finds no batch staged, no column to add and no commit of
-its table unrecorded stops before step 1, without the writer lock):
+its table unrecorded stops before step 1, without the writer lock; of a table that has every
+column, the first group's changes of step 3 are computed before it, while other models write):
 1. Record what the history table committed that the transactions table lacks (ledger.py), for
    this table and, once per dbt invocation, for every history table of the project, so that no
    new transaction id can repeat an id a stopped run already committed.
@@ -33,6 +34,7 @@ from lakehistory.history.group import (
     ROW_KINDS,
     SKIP_EMPTY_COMMITS,
     Batch,
+    Changes,
     clash_message,
     compute_changes,
     own_commit,
@@ -109,14 +111,20 @@ def apply_pending(
     with own_session(spark) as own:
         layout = layout_of(own, staged, keys, deleted_column, table=target)
         staged_batches = _staged_batches(own, staged, layout.keys[0])
-        idle = exists and not staged_batches and not missing_columns(own, target, layout)
+        ready = exists and not missing_columns(own, target, layout)
         # Staging found every landed batch recorded. Unless the table holds a commit the ledger
         # lacks (a stopped revert, capture or cleanup), it is left as it is, checked as every run
         # checks it, without waiting for the writer lock.
-        if idle:
+        if ready and not staged_batches:
             state = _recorded_at_start(own, transactions, target, history_tables, invocation_id)
             if not ledger.unrecorded_commits(own, target, state):
                 return {"batches": 0, "groups": 0, "transactions": []}
+        # The first group's changes read only this table and its staged rows, which no other
+        # writer changes: they are computed before the writer lock, while other models of the run
+        # write. Under the lock they stand unless a recovery changed what is pending.
+        early = None
+        if ready:
+            early = _early_changes(own, target, staged, layout, versions, staged_batches, max_batches_per_commit)
         with writer.holding(spark, writer_lock, writer_wait_seconds):
             if not exists:
                 create_table(own, target, layout, versions)
@@ -132,9 +140,8 @@ def apply_pending(
                 applicable = pending[: pending.index(refused)] if refused else pending
                 at = 0
                 while at < len(applicable):
-                    end = next((i for i in range(at + 1, len(applicable)) if applicable[i].rewrites), len(applicable))
-                    if max_batches_per_commit:
-                        end = min(end, at + int(max_batches_per_commit))
+                    group = applicable[at : _group_end(applicable, at, max_batches_per_commit)]
+                    computed = early if early is not None and at == 0 and early[0] == group[: len(early[0])] else None
                     taken, state = _apply_group(
                         own,
                         target,
@@ -143,9 +150,10 @@ def apply_pending(
                         layout,
                         versions,
                         uuid_sql,
-                        applicable[at:end],
+                        group,
                         state,
                         outcome,
+                        computed,
                     )
                     at += taken
                 if refused:
@@ -155,6 +163,35 @@ def apply_pending(
                     _drop_if_never_written(own, target)
                 raise
             return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
+
+
+def _group_end(applicable: list[Batch], at: int, max_batches_per_commit: int | None) -> int:
+    """Where the group that starts at `applicable[at]` ends at the latest: before the next batch
+    that rewrites stored rows, after `max_batches_per_commit` batches."""
+    end = next((i for i in range(at + 1, len(applicable)) if applicable[i].rewrites), len(applicable))
+    return min(end, at + int(max_batches_per_commit)) if max_batches_per_commit else end
+
+
+def _early_changes(
+    spark: SparkSession,
+    target: str,
+    staged: str,
+    layout: Layout,
+    versions: Versioning,
+    staged_batches: list[Batch],
+    max_batches_per_commit: int | None,
+) -> tuple[list[Batch], Changes] | None:
+    """The first group's batches and changes of a table that has every column, computed before
+    the writer lock; None where the batches need the lock's checks first (a clash, a refused
+    deleted column: a recovery under the lock may yet drop the batch at fault)."""
+    if not staged_batches or _unconfigured_deleted_column(staged_batches, layout) is not None:
+        return None
+    try:
+        group = staged_batches[: _group_end(staged_batches, 0, max_batches_per_commit)]
+        n, changes = _changes_of(spark, target, staged, layout, versions, group)
+    except HistoryError:
+        return None
+    return group[:n], changes
 
 
 def _recorded_at_start(
@@ -395,6 +432,25 @@ def _deleted_column_message(batch: Batch, layout: Layout) -> str:
 # --- one group ---------------------------------------------------------------------------------------
 
 
+def _changes_of(
+    spark: SparkSession, target: str, staged: str, layout: Layout, versions: Versioning, group: list[Batch]
+) -> tuple[int, Changes]:
+    """How many batches of `group`'s head form one group, and their changes: a batch whose
+    version clashes with a stored row is refused (when it is the first) or ends the group before
+    it, as does one that puts a version below a row still there."""
+    n = len(group)
+    while True:
+        changes = compute_changes(spark, target, staged, layout, versions, group[:n])
+        if changes.clash == 1:
+            raise HistoryError(clash_message(changes.frame, group[0], layout))
+        if changes.clash is not None and changes.clash <= n:
+            n = changes.clash - 1
+        elif changes.interleave is not None and changes.interleave < n:
+            n = changes.interleave
+        else:
+            return n, changes
+
+
 def _apply_group(
     spark: SparkSession,
     target: str,
@@ -406,20 +462,15 @@ def _apply_group(
     group: list[Batch],
     state: ledger.Recorded,
     outcome: Outcome,
+    computed: tuple[list[Batch], Changes] | None = None,
 ) -> tuple[int, ledger.Recorded]:
-    """Apply the longest head of `group` that forms one group; return how many batches it took
-    and the transactions table's state after it."""
-    n = len(group)
-    while True:
-        changes = compute_changes(spark, target, staged, layout, versions, group[:n])
-        if changes.clash == 1:
-            raise HistoryError(clash_message(changes.frame, group[0], layout))
-        if changes.clash is not None and changes.clash <= n:
-            n = changes.clash - 1
-        elif changes.interleave is not None and changes.interleave < n:
-            n = changes.interleave
-        else:
-            break
+    """Apply the longest head of `group` that forms one group (`computed`: its batches and changes,
+    when they are known already); return how many batches it took and the transactions table's
+    state after it."""
+    if computed is not None:
+        n, changes = len(computed[0]), computed[1]
+    else:
+        n, changes = _changes_of(spark, target, staged, layout, versions, group)
     _reached("computed")
     times = ledger.transaction_times(state.last_started, n)
     txns = [

@@ -39,9 +39,9 @@ _lock = threading.Lock()
 _runs: dict[tuple[str, str | None], dict[tuple[str, str], Landed | BatchError]] = {}
 
 
-def known(invocation_id: str) -> bool:
-    """Whether this invocation's first staging has read the landing (the macro then sends no
-    table list)."""
+def known(spark: SparkSession, invocation_id: str) -> bool:
+    """Entry point for dbt (`adapter.call_python`): whether this invocation's first staging has
+    read the landing (the macro then sends no table list). No statement runs."""
     with _lock:
         return any(run == invocation_id for run, _ in _runs)
 
