@@ -169,6 +169,7 @@ def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_ap
     recovery then records it from the commit. The table's own model applies nothing twice."""
     engine.land("rec_a", [one_row("rec_a", 1)])
     engine.land("rec_b", [one_row("rec_b", 1)])
+    monkeypatch.setattr(writer, "unrecorded", set())  # the stopped run's, not the next tests'
 
     def stop(name: str) -> None:
         if name == "committed":
@@ -178,8 +179,9 @@ def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_ap
     with pytest.raises(RuntimeError, match="stopped"):
         engine.apply("rec_a", ROW_COLUMNS, ["id"])
     monkeypatch.setattr(apply, "_reached", lambda name: None)
+    writer.let_go_all()  # the lock's row says a commit was left unrecorded, as a killed holder's would
     monkeypatch.setattr(apply, "_recovered_invocations", set())  # a new process
-    monkeypatch.setattr(apply, "_unrecorded", set())
+    monkeypatch.setattr(writer, "unrecorded", set())
 
     both = ["rec_a", "rec_b"]
     engine.stage("rec_a", ROW_COLUMNS, ["id"], "recovery-1", run_tables=both)
@@ -194,6 +196,27 @@ def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_ap
     assert outcome["batches"] == 0
     assert engine.physical("rec_a") == table
     assert len(engine.ids_of("rec_a")) == 1
+
+
+def test_the_next_writer_checks_every_table_only_when_the_last_one_may_have_left_a_commit_unrecorded(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spark = engine.project.spark
+    monkeypatch.setattr(writer, "unrecorded", set())
+
+    def next_writer_checks() -> bool:
+        with writer.holding(spark, engine.writer_lock, 10):
+            return writer.must_check_every_table()
+
+    writer.let_go_all()
+    assert not next_writer_checks(), "let go with every commit recorded"
+    monkeypatch.setattr(writer, "unrecorded", {engine.target("somewhere")})
+    writer.let_go_all()
+    monkeypatch.setattr(writer, "unrecorded", set())
+    assert next_writer_checks(), "let go with a commit unrecorded"
+    with writer.holding(spark, engine.writer_lock, 10):
+        writer.checked_every_table()
+        assert not writer.must_check_every_table(), "checked once per hold"
 
 
 def test_what_the_writer_knows_of_the_transactions_table_is_what_a_scan_of_it_reads(engine: Engine) -> None:

@@ -6,8 +6,9 @@ Per run of a history model (one that finds no batch staged, no column to add and
 its table unrecorded stops before step 1, without the writer lock; of a table that has every
 column, the first group's changes of step 3 are computed before it, while other models write):
 1. Record what the history table committed that the transactions table lacks (ledger.py), for
-   this table and, once per dbt invocation, for every history table of the project, so that no
-   new transaction id can repeat an id a stopped run already committed.
+   this table and, when the writer lock was not let go cleanly by its last holder (a killed run,
+   a lapsed hold: writer.py), for every history table of the project, so that no new
+   transaction id can repeat an id a stopped run already committed.
 2. Drop the staged batches that step 1 just recorded (staging left out those recorded before):
    which batches are applied is decided by the history tables' own commits, so a run stopped
    after its commit never applies a batch twice.
@@ -55,10 +56,9 @@ from lakehistory.history.table import (
 
 __all__ = ["HistoryError", "apply_pending", "record_commit", "recover", "run_transaction"]
 
-# Which dbt invocations have checked every history table for unrecorded commits, and the tables
-# whose last commit this process could not record: both are checked before any new transaction.
+# Which dbt invocations have read the transactions table afresh (it may have been changed by
+# hand between two invocations of one process).
 _recovered_invocations: set[str] = set()
-_unrecorded: set[str] = set()
 # Per (invocation, transactions table): the batches this process's recoveries recorded, as
 # (source table, batch id). A model may have staged one of them from what the invocation read at
 # its start (landing.run_reads), before another model's recovery recorded it: it is not applied.
@@ -141,7 +141,7 @@ def apply_pending(
                 at = 0
                 while at < len(applicable):
                     group = applicable[at : _group_end(applicable, at, max_batches_per_commit)]
-                    computed = early if early is not None and at == 0 and early[0] == group[: len(early[0])] else None
+                    computed = early.of(group, state) if early is not None and at == 0 else None
                     taken, state = _apply_group(
                         own,
                         target,
@@ -172,6 +172,24 @@ def _group_end(applicable: list[Batch], at: int, max_batches_per_commit: int | N
     return min(end, at + int(max_batches_per_commit)) if max_batches_per_commit else end
 
 
+@dataclass(frozen=True)
+class _Early:
+    """A first group's changes computed before the writer lock, against the table at `version`."""
+
+    batches: list[Batch]
+    changes: Changes
+    version: int
+
+    def of(self, group: list[Batch], state: ledger.Recorded) -> tuple[list[Batch], Changes] | None:
+        """These changes, if they still stand under the lock: the group starts with the same
+        batches (no recovery dropped one) and the table's last commit is still the one they were
+        computed against (the transactions table records it as the table's last: no other
+        writer, such as a revert from another process, changed the table meanwhile)."""
+        if group[: len(self.batches)] != self.batches or state.delta_version != self.version:
+            return None
+        return self.batches, self.changes
+
+
 def _early_changes(
     spark: SparkSession,
     target: str,
@@ -180,18 +198,19 @@ def _early_changes(
     versions: Versioning,
     staged_batches: list[Batch],
     max_batches_per_commit: int | None,
-) -> tuple[list[Batch], Changes] | None:
+) -> _Early | None:
     """The first group's batches and changes of a table that has every column, computed before
     the writer lock; None where the batches need the lock's checks first (a clash, a refused
     deleted column: a recovery under the lock may yet drop the batch at fault)."""
     if not staged_batches or _unconfigured_deleted_column(staged_batches, layout) is not None:
         return None
+    version = int(spark.sql(f"describe history {target} limit 1").collect()[0].version)
     try:
         group = staged_batches[: _group_end(staged_batches, 0, max_batches_per_commit)]
         n, changes = _changes_of(spark, target, staged, layout, versions, group)
     except HistoryError:
         return None
-    return group[:n], changes
+    return _Early(group[:n], changes, version)
 
 
 def _recorded_at_start(
@@ -281,7 +300,7 @@ def record_commit(
         stop("committed")
         ledger.record(spark, transactions, target, [commit], uuid_sql)
     except Exception:
-        _unrecorded.add(target)
+        writer.unrecorded.add(target)
         raise
 
 
@@ -304,7 +323,7 @@ def recover(
     Returns the transactions table's state for `target` (checked last, so that its last id counts
     every other table's) and the batches just recorded, as (source table, batch id)."""
     recovered, state = _recover_others(spark, transactions, {target}, history_tables, invocation_id, uuid_sql, target)
-    _unrecorded.discard(target)
+    writer.unrecorded.discard(target)
     state, txns = ledger.recover(spark, transactions, target, uuid_sql, state)
     _note_recovered(invocation_id, transactions, txns)
     return state, {(t.source_table, t.batch_id) for t in recovered + txns}
@@ -327,22 +346,25 @@ def _recover_others(
     uuid_sql: str,
     then: str,
 ) -> tuple[list[ledger.Txn], ledger.Recorded | None]:
-    """Record unrecorded commits of the tables whose record this process could not write, and
-    once per invocation of every history table, but those in `skip`. Returns the transactions
+    """Record unrecorded commits of the tables whose record this process could not write, and of
+    every history table once per hold of the writer lock whose last holder may have left one
+    (writer.must_check_every_table), but those in `skip`. Returns the transactions
     recorded, and what the transactions table holds for the table `then` the caller checks next:
     read in the same scan as the others' (ledger.recorded_for), None once a recording changed it."""
-    first = invocation_id not in _recovered_invocations
-    if first:
+    if invocation_id not in _recovered_invocations:
         ledger.forget(transactions)
-    tables = sorted((_unrecorded | (set(history_tables) if first else set())) - skip)
+    every = writer.must_check_every_table()
+    tables = sorted((writer.unrecorded | (set(history_tables) if every else set())) - skip)
     states = ledger.recorded_for(spark, transactions, [*tables, then])
     recovered: list[ledger.Txn] = []
     for table in tables:
         if spark.catalog.tableExists(table.replace("`", "")):
             # the last id read before another table's recovery recorded more is stale: read again
             recovered += ledger.recover(spark, transactions, table, uuid_sql, None if recovered else states[table])[1]
-        _unrecorded.discard(table)
+        writer.unrecorded.discard(table)
     _recovered_invocations.add(invocation_id)
+    if every:
+        writer.checked_every_table()
     _note_recovered(invocation_id, transactions, recovered)
     return recovered, None if recovered else states[then]
 

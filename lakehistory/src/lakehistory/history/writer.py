@@ -61,6 +61,10 @@ LET_GO_WAIT_SECONDS = 30  # at exit, for a renewal in flight
 TOKEN = uuid.uuid4().hex  # this process's
 _takes = itertools.count(1)
 _active = threading.local()
+# The history tables whose last commit this process could not record (apply.py records them
+# before its next id). A process that lets go of the lock with any says so in the lock's row.
+unrecorded: set[str] = set()
+UNRECORDED = "unrecorded commits in: "
 log = logging.getLogger(__name__)
 in_process = threading.RLock()
 
@@ -82,6 +86,10 @@ class _Hold:
     keeper: threading.Thread | None = None  # renews the hold (_keep)
     lost: bool = False  # a renewal found another writer holding the lock
     epoch: int = 0  # which take of the lock this is: a new one after each let go or loss
+    # The take found the lock let go by a holder that recorded every commit it made: no history
+    # table can then hold a commit the transactions table lacks, but this process's own.
+    clean: bool = False
+    scanned: bool = False  # the history tables were checked for unrecorded commits under this hold
 
 
 _held: dict[str, _Hold] = {}
@@ -265,15 +273,41 @@ def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
             )
             waiting = True
         _wait_for_change(spark, lock, row.holder, deadline)
-    now = time.monotonic()
+    now, clean = time.monotonic(), _left_clean(spark, lock)
     if held:
         held.renewed = held.used = now
-        held.lost = False
+        held.lost, held.clean, held.scanned = False, clean, False
         held.epoch = next(_takes)
         return
-    _held[lock] = new = _Hold(spark, now, now, epoch=next(_takes))
+    _held[lock] = new = _Hold(spark, now, now, epoch=next(_takes), clean=clean)
     new.keeper = threading.Thread(target=_keep, args=(lock, new), name="lakehistory-writer", daemon=True)
     new.keeper.start()
+
+
+def _left_clean(spark: SparkSession, lock: str) -> bool:
+    """Whether the take just made replaced the row of a fresh lock, or one its last holder let go
+    of with every commit recorded (`let_go` leaves an empty holder then; a release by a version of
+    lakehistory before this one left none, and does not count)."""
+    before = _version(spark, lock) - 1
+    row = spark.sql(f"select holder, token from {lock} version as of {int(before)}").collect()[0]
+    return row.token is None and (row.holder == "" or before == 0)
+
+
+def must_check_every_table() -> bool:
+    """Whether the history tables must be checked for commits the transactions table lacks before
+    the next id: once per hold whose take was not clean (a dead or lapsed holder, or one that let
+    go with a commit unrecorded). Call it in a `holding` block; `checked_every_table` says it
+    was done."""
+    found = getattr(_active, "hold", None)
+    held = _held.get(found[0]) if found else None
+    return held is None or not (held.clean or held.scanned)
+
+
+def checked_every_table() -> None:
+    found = getattr(_active, "hold", None)
+    held = _held.get(found[0]) if found else None
+    if found is not None and held is not None and held.epoch == found[1]:
+        held.scanned = True
 
 
 def check_held() -> None:
@@ -363,13 +397,15 @@ def take(spark: SparkSession, lock: str, token: str, holder: str, dead: str | No
 
 
 def let_go(spark: SparkSession, lock: str, token: str) -> None:
+    """Free the lock; its row says whether this process left a commit unrecorded (naming the
+    history tables), for the next holder to check every table then, and nothing else."""
     _update(
         _lock_session(spark),
         lock,
         token,
-        None,
+        UNRECORDED + ", ".join(sorted(unrecorded)) if unrecorded else "",
         "t.`token` = s.`token`",
-        "`holder` = null, `token` = null, `taken_at` = null, `expires_at` = null",
+        "`holder` = s.`holder`, `token` = null, `taken_at` = null, `expires_at` = null",
     )
 
 
