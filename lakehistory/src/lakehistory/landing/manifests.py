@@ -330,15 +330,15 @@ def applied_batches_for(
     applied = recorded.where(F.col("source_table").isin(*sorted(landed)))
     if "operation" in recorded.columns:  # (a table of an earlier layout is refused by the merge, by name)
         applied = applied.where(F.col("operation") == "batch")  # not a snapshot's capture of the same table
-    pairs = spark.createDataFrame(
-        sorted({(table, batch_id) for table, ids in landed.items() for batch_id in ids}),
-        "source_table string, landed_id string",
-    )
-    landed_here = (applied["source_table"] == pairs["source_table"]) & (applied["batch_id"] == pairs["landed_id"])
+    # Any table's landed ids: a table's answer may then hold an id that only another table landed,
+    # which says nothing of its own pending batches (those it landed and that are not applied).
+    ids = sorted({batch_id for table_ids in landed.values() for batch_id in table_ids})
     found = (
-        applied.join(pairs, landed_here, "left")
-        .groupBy(applied["source_table"])
-        .agg(F.collect_set("landed_id").alias("ids"), F.max("batch_sequence").alias("last"))
+        applied.groupBy("source_table")
+        .agg(
+            F.collect_set(F.when(F.col("batch_id").isin(*ids), F.col("batch_id"))).alias("ids"),
+            F.max("batch_sequence").alias("last"),
+        )
         .collect()  # a row per table
     )
     answers = {row.source_table: Applied(frozenset(row.ids), row.last) for row in found}
