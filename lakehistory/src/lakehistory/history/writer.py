@@ -10,6 +10,8 @@ metastore) are two processes: they meet in a one-row Delta table beside the tran
   other (a concurrent modification): the loser reads the row, sees who holds it, and waits.
 - A process keeps it while it writes: a background thread renews it every RENEW_SECONDS, and
   lets it go once the process has taken no id for IDLE_SECONDS, or at exit.
+  Letting go, it writes into the row whether it left a commit unrecorded; only a holder that
+  follows one that may have (or a dead or lapsed one) checks every history table (apply.py).
 - A holder known to be dead is taken over at once (`dead_because`): on an embedded metastore,
   which admits one process at a time, every other holder is; on this host, a holder whose Python
   process and Spark JVM are both gone; through a Connect server, a holder whose session the
