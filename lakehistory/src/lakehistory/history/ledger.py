@@ -258,7 +258,7 @@ class _Known:
     def after(self, rows: Sequence[tuple]) -> _Known:
         tables = dict(self.tables)
         for row in rows:  # _ROW_SCHEMA tuples
-            txn_id, history, started, version = row[0], row[3], dt.datetime.fromisoformat(row[9]), row[15]
+            txn_id, history, version = row[0], row[3], row[15]
             last_id, last_version = tables.get(history, (0, None))
             tables[history] = (max(last_id, txn_id), version if last_version is None else max(last_version, version))
         started = max(dt.datetime.fromisoformat(r[9]) for r in rows)
