@@ -36,7 +36,8 @@
       count_if(s.dbt_valid_to = e.clock),
       0,
       0,
-      system.session.lakehistory_delta_version
+      system.session.lakehistory_delta_version,
+      null
   -- the extract read once: its time is the clock of the versions this capture opened and closed
   from (
       select max(extracted_by) as author, count(*) as rows_in, max(extracted_at) as clock from {{ staged }}

@@ -30,6 +30,18 @@
 {% endmacro %}
 
 
+{#- The syncs table beside the transactions table: the id reserved for each sync, and the tables
+    it holds (lakehistory.history.syncs). -#}
+{% macro syncs_relation() %}
+  {{ return(adapter.dispatch('syncs_relation', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__syncs_relation() %}
+  {%- set transactions = lakehistory.transactions_relation() -%}
+  {{ return(transactions.incorporate(path={'identifier': transactions.identifier ~ '_syncs'})) }}
+{% endmacro %}
+
+
 {#- The lock a writer of the transactions table holds (lakehistory.history.writer): a one-row
     table beside it. -#}
 {% macro writer_lock_relation() %}

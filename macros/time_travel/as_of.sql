@@ -130,25 +130,51 @@
 {% endmacro %}
 
 
-{#- SQL for the last transaction committed at or before `at` (0 before the first one). -#}
-{% macro version_at_sql(at) %}
+{#- SQL for the last transaction visible at instant `at` (none: now), 0 before the first one: the
+    consistent cut of every table. A transaction is visible once each table it holds has recorded
+    it: a batch of its own when its table records it, a sync (the batches and extracts a source
+    delivered together, one transaction) when the last of its tables does. The cut is the last
+    transaction before the first one not visible, so a reader at it sees every table at the same
+    sync, never half of one: while a run applies a sync, after a run that failed, after a kill. -#}
+{% macro version_at_sql(at=none) %}
   {{ return(adapter.dispatch('version_at_sql', 'lakehistory')(at)) }}
 {% endmacro %}
 
-{% macro default__version_at_sql(at) %}
-  {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
-  {%- set none_yet = '0' if lakehistory.version_type() == 'integer' else "timestamp'0001-01-01 00:00:00'" -%}
-  {{- return("(select coalesce(max(`" ~ version ~ "`), " ~ none_yet ~ ") from " ~ lakehistory.transactions_relation()
-      ~ " where `committed_at` <= (" ~ at ~ "))") -}}
+{% macro default__version_at_sql(at=none) %}
+  {%- set visible = lakehistory.visible_txn_sql(at) -%}
+  {%- if lakehistory.version_type() == 'integer' -%}
+    {{- return(visible) -}}
+  {%- endif -%}
+  {{- return("(select coalesce(max(`started_at`), timestamp'0001-01-01 00:00:00') from " ~ lakehistory.transactions_relation()
+      ~ " where `txn_id` <= " ~ visible ~ ")") -}}
 {% endmacro %}
 
 
-{#- The same, as a SQL literal, read when the macro runs (for one consistent cut of several tables). -#}
-{% macro version_at(at) %}
+{#- The id of the last transaction visible at `at` (none: now), as SQL (see version_at_sql). -#}
+{% macro visible_txn_sql(at=none) %}
+  {{ return(adapter.dispatch('visible_txn_sql', 'lakehistory')(at)) }}
+{% endmacro %}
+
+{% macro default__visible_txn_sql(at=none) %}
+  {%- set transactions = lakehistory.transactions_relation() -%}
+  {%- set known = 'true' if at is none else '`committed_at` <= (' ~ at ~ ')' -%}
+  {#- A sync reserved later than `at` has an id above every transaction recorded by then: only
+      those whose tables had not all recorded them by `at` can cut before the last one. -#}
+  {{- return("(select least(coalesce(max(t.`txn_id`), 0), coalesce((select min(s.`txn_id`) - 1 from "
+      ~ lakehistory.syncs_relation() ~ " as s left join (select `txn_id`, collect_set(`source_table`) as `done` from "
+      ~ transactions ~ " where " ~ known ~ " group by `txn_id`) as d on d.`txn_id` = s.`txn_id`"
+      ~ " where size(array_except(s.`tables`, coalesce(d.`done`, array()))) > 0), 9223372036854775807)) from "
+      ~ transactions ~ " as t where " ~ known ~ ")") -}}
+{% endmacro %}
+
+
+{#- The same as version_at_sql, as a SQL literal, read when the macro runs (for one consistent cut
+    of several tables). -#}
+{% macro version_at(at=none) %}
   {{ return(adapter.dispatch('version_at', 'lakehistory')(at)) }}
 {% endmacro %}
 
-{% macro default__version_at(at) %}
+{% macro default__version_at(at=none) %}
   {%- if not execute -%}{{ return(0) }}{%- endif -%}
   {%- if lakehistory.version_type() == 'integer' -%}
     {{- return(run_query("select " ~ lakehistory.version_at_sql(at)).rows[0][0] | int) -}}

@@ -154,7 +154,8 @@
         0,
         0,
         {{ purged }},
-        system.session.lakehistory_delta_version
+        system.session.lakehistory_delta_version,
+        null
   {%- endset -%}
   {%- set txn_id = lakehistory.run_transaction(transactions, statements, row, target) -%}
   {{ log("cleanup: removed " ~ purged ~ " version(s) of " ~ model ~ " closed at or before transaction " ~ horizon ~ " (transaction " ~ txn_id ~ ")", info=true) }}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from lakehistory.history import ledger, writer
+from lakehistory.history import ledger, syncs, writer
 from lakehistory.history.group import (
     ROW_KINDS,
     SKIP_EMPTY_COMMITS,
@@ -53,6 +53,8 @@ from lakehistory.history.table import (
     layout_of,
     missing_columns,
 )
+from lakehistory.landing import run_reads
+from lakehistory.landing.syncs import SyncOf
 
 __all__ = ["HistoryError", "apply_pending", "record_commit", "recover", "run_transaction"]
 
@@ -71,7 +73,7 @@ _recorded_lock = threading.Lock()
 
 # The points between the statements of a run where a stop (a killed process, a lost connection)
 # leaves the tables in a different state. Tests stop a run at each in turn and run it again.
-STOP_POINTS = ("columns_added", "recovered", "computed", "committed", "recorded")
+STOP_POINTS = ("columns_added", "recovered", "reserved", "computed", "committed", "recorded")
 GROUP_STOP_POINTS = ("computed", "committed", "recorded")  # once per group
 
 
@@ -138,6 +140,8 @@ def apply_pending(
                 pending = _pending(staged_batches, recovered | _recovered_batches[(invocation_id, transactions)])
                 refused = _unconfigured_deleted_column(pending, layout)
                 applicable = pending[: pending.index(refused)] if refused else pending
+                plan, state = _transactions_of(own, transactions, target, applicable, state, invocation_id)
+                _reached("reserved")
                 at = 0
                 while at < len(applicable):
                     group = applicable[at : _group_end(applicable, at, max_batches_per_commit)]
@@ -151,6 +155,7 @@ def apply_pending(
                         versions,
                         uuid_sql,
                         group,
+                        plan[at : at + len(group)],
                         state,
                         outcome,
                         computed,
@@ -383,6 +388,7 @@ def _staged_batches(spark: SparkSession, staged: str, first_key: str) -> list[Ba
             max_by(s.`_lh_app_id`, s.`_lh_kind` = 'batch') as app_id,
             max_by(s.`_lh_commit_message`, s.`_lh_kind` = 'batch') as commit_message,
             max_by(s.`_lh_deleted_column`, s.`_lh_kind` = 'batch') as deleted_column,
+            max_by(s.`_lh_sync`, s.`_lh_kind` = 'batch') as sync,
             max(s.`_lh_truncate_mode`) is not null as truncate,
             array_sort(collect_list(named_struct('row', s.`_lh_row`, 'op', s.`_lh_change_op`,
                 'column', s.`_lh_change_column`)) filter (where s.`_lh_kind` = 'schema_change')) as schema_changes,
@@ -408,6 +414,7 @@ def _staged_batches(spark: SparkSession, staged: str, first_key: str) -> list[Ba
             rows_in=r.rows_in,
             key_range=(r.key_lo, r.key_hi),
             deleted_column=r.deleted_column,
+            sync=SyncOf.of(r.sync and r.sync.asDict(), r.author, r.app_id),
         )
         for r in rows
     ]
@@ -451,6 +458,52 @@ def _deleted_column_message(batch: Batch, layout: Layout) -> str:
     )
 
 
+def _transactions_of(
+    spark: SparkSession,
+    transactions: str,
+    target: str,
+    applicable: list[Batch],
+    state: ledger.Recorded,
+    invocation_id: str,
+) -> tuple[list[tuple[int, str, str | None]], ledger.Recorded]:
+    """Each batch's transaction: (id, start, sync). A batch of a sync takes the sync's, reserved
+    with those of every sync the run has pending (syncs.py); a batch of its own the next id.
+    Returns them, and `state` with the reserved ids counted. A table's ids only increase: a batch
+    whose sync's id is below one the table already has is refused before anything is applied."""
+    wanted = {b.sync.id: b.sync for b in applicable if b.sync is not None}
+    reserved: dict[str, syncs.Reserved] = {}
+    if wanted:
+        run = run_reads.pending_syncs(invocation_id, transactions)
+        reserved, state = syncs.reserve(spark, transactions, {**run, **wanted}.values(), state)
+    own = [b for b in applicable if b.sync is None]
+    times = iter(ledger.transaction_times(state.last_started, len(own)) if own else ())
+    next_id, plan = state.last_id, []
+    for batch in applicable:
+        if batch.sync is None:
+            next_id += 1
+            plan.append((next_id, next(times), None))
+        else:
+            sync = reserved[batch.sync.id]
+            plan.append((sync.txn_id, sync.started_at, batch.sync.id))
+    before: tuple[int, Batch | None] = (state.history_last_id, None)
+    for batch, (txn_id, _, _) in zip(applicable, plan):
+        if txn_id <= before[0]:
+            raise HistoryError(_out_of_order_message(target, batch, txn_id, *before))
+        before = (txn_id, batch)
+    return plan, state
+
+
+def _out_of_order_message(target: str, batch: Batch, txn_id: int, last_id: int, last: Batch | None) -> str:
+    sync = batch.sync.id if batch.sync else "?"
+    after = f"batch {last.batch_id}, which comes before it," if last else f"{target}"
+    return (
+        f"batch {batch.batch_id} of {batch.source_table} belongs to sync {sync}, whose transaction {txn_id} was"
+        f" reserved before transaction {last_id}, which {after} took: a table's transactions only go forward."
+        " A table's batches without a sync must not come before a sync that other tables have applied: apply"
+        " them before landing the sync, or land them in syncs too. Nothing of this run was applied to this table."
+    )
+
+
 # --- one group ---------------------------------------------------------------------------------------
 
 
@@ -482,35 +535,36 @@ def _apply_group(
     versions: Versioning,
     uuid_sql: str,
     group: list[Batch],
+    plan: list[tuple[int, str, str | None]],
     state: ledger.Recorded,
     outcome: Outcome,
     computed: tuple[list[Batch], Changes] | None = None,
 ) -> tuple[int, ledger.Recorded]:
     """Apply the longest head of `group` that forms one group (`computed`: its batches and changes,
-    when they are known already); return how many batches it took and the transactions table's
-    state after it."""
+    when they are known already), each batch as its transaction of `plan` (_transactions_of);
+    return how many batches it took and the transactions table's state after it."""
     if computed is not None:
         n, changes = len(computed[0]), computed[1]
     else:
         n, changes = _changes_of(spark, target, staged, layout, versions, group)
     _reached("computed")
-    times = ledger.transaction_times(state.last_started, n)
     txns = [
         ledger.Txn(
-            txn_id=state.last_id + i,
+            txn_id=txn_id,
             batch_id=b.batch_id,
             sequence=b.sequence,
             source_table=b.source_table,
             author=b.author,
             app_id=b.app_id,
             commit_message=b.commit_message,
-            started_at=times[i - 1],
+            started_at=started_at,
             rows_in=b.rows_in,
             versions_opened=changes.opened.get(i, 0),
             versions_closed=changes.closed.get(i, 0),
             rows_overlap_deleted=changes.gone.get(i, 0),
+            sync_id=sync_id,
         )
-        for i, b in enumerate(group[:n], start=1)
+        for i, (b, (txn_id, started_at, sync_id)) in enumerate(zip(group[:n], plan), start=1)
     ]
     version = version_sql(versions, txns)
     # The commit carries the group's transactions; a group that changes nothing (a re-delivered
@@ -525,4 +579,6 @@ def _apply_group(
     outcome.groups += 1
     outcome.transactions += [t.txn_id for t in txns]
     last = txns[-1]
-    return n, ledger.Recorded(last.txn_id, dt.datetime.fromisoformat(last.started_at), last.txn_id, commit.version)
+    started = dt.datetime.fromisoformat(last.started_at)
+    last_started = started if state.last_started is None else max(state.last_started, started)
+    return n, ledger.Recorded(max(state.last_id, last.txn_id), last_started, last.txn_id, commit.version)

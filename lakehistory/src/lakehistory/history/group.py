@@ -22,6 +22,7 @@ from lakehistory.history.session import session_conf
 from lakehistory.history.sql import cols, q, same_key
 from lakehistory.history.table import Versioning, current_rows
 from lakehistory.landing.batch import ACTIVE, START, SYNCED
+from lakehistory.landing.syncs import SyncOf
 
 ROW_KINDS = ("replace", "update", "delete", "earliest")
 SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
@@ -50,6 +51,7 @@ class Batch:
     rows_in: int
     key_range: tuple[Any, Any]
     deleted_column: str | None = None  # the column its manifest names as the deleted column
+    sync: SyncOf | None = None  # the sync its manifest says it belongs to
 
     @property
     def rewrites(self) -> bool:
@@ -149,8 +151,11 @@ def stage_stored(
 
 def version_sql(versions: Versioning, txns: list[ledger.Txn]) -> str:
     """A template: the version a group ordinal `{}` stands for (the transaction's id or time)."""
-    if versions.version_type == "integer":
-        return f"({txns[0].txn_id - 1} + {{}})"
+    ids = [t.txn_id for t in txns]
+    if versions.version_type == "integer" and ids == list(range(ids[0], ids[0] + len(ids))):
+        return f"({ids[0] - 1} + {{}})"
+    if versions.version_type == "integer":  # a sync's id, reserved before ids taken since
+        return f"element_at(array({', '.join(str(i) for i in ids)}), cast({{}} as int))"
     times = ", ".join(f"timestamp'{t.started_at}'" for t in txns)
     return f"element_at(array({times}), cast({{}} as int))"
 

@@ -24,7 +24,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 from lakehistory.history import writer
 from lakehistory.history.session import session_conf
 from lakehistory.history.sql import q
-from lakehistory.history.transactions import COLUMNS
+from lakehistory.history.transactions import COLUMNS, syncs_relation
 
 COMMIT_KEY = "lakehistory"
 COMMIT_FORMAT = 1
@@ -52,6 +52,7 @@ _ROW_SCHEMA = StructType(
         StructField("versions_closed", LongType()),
         StructField("rows_overlap_deleted", LongType()),
         StructField("delta_version", LongType()),
+        StructField("sync_id", StringType()),
     ]
 )
 
@@ -68,22 +69,24 @@ def insert_transactions(
     spark: SparkSession, transactions: str, rows: DataFrame, first_id: int, recorded: Sequence[tuple] = ()
 ) -> None:
     """Record the transactions `rows` (the transactions table's columns, in order; ids from
-    `first_id` on) in one commit, only if none of their ids is recorded yet: the fence behind the
-    writer lock. An id already there fails the statement, so nothing of it is written; a writer
-    that records at the same moment makes Delta refuse one of the two commits, since each reads
-    the part of the table it could clash with (ids from `first_id` on, which also lets Delta skip
-    every older file). `recorded`: the rows as _ROW_SCHEMA tuples, to keep what this process
-    knows of the table (_Known) up to date; without them, it reads the table again."""
+    `first_id` on) in one commit, only if none of their ids is recorded yet, but by another table
+    of the same sync: the fence behind the writer lock. An id already there fails the statement,
+    so nothing of it is written; a writer that records at the same moment makes Delta refuse one
+    of the two commits, since each reads the part of the table it could clash with (ids from
+    `first_id` on, which also lets Delta skip every older file). `recorded`: the rows as
+    _ROW_SCHEMA tuples, to keep what this process knows of the table (_Known) up to date;
+    without them, it reads the table again."""
     known = _known.pop(transactions, None)
     columns = ", ".join(q(c) for c in COLUMNS)
     taken = "raise_error(concat('lakehistory: transaction ', cast(s.`txn_id` as string), ' is already recorded'))"
+    other_table_of_sync = "coalesce(s.`sync_id` = t.`sync_id` and s.`history_table` != t.`history_table`, false)"
     try:
         with session_conf(spark, {MERGE_SOURCE_COPY: "none"}):  # the rows are data in memory
             spark.sql(
                 f"""
                 merge into {transactions} as t
                 using {{rows}} as s
-                on t.`txn_id` = s.`txn_id` and t.`txn_id` >= {int(first_id)}
+                on t.`txn_id` = s.`txn_id` and t.`txn_id` >= {int(first_id)} and not ({other_table_of_sync})
                 when matched then update set t.`operation` = {taken}
                 when not matched then insert ({columns}) values ({", ".join(f"s.{q(c)}" for c in COLUMNS)})
                 """,
@@ -121,6 +124,7 @@ class Txn:
     versions_closed: int
     rows_overlap_deleted: int
     operation: str = "batch"  # commits made before reverts existed carry no operation
+    sync_id: str | None = None  # the sync whose id it shares with the sync's other tables
 
 
 def commit_metadata(txns: Sequence[Txn]) -> str:
@@ -193,6 +197,7 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
             t.versions_closed,
             t.rows_overlap_deleted,
             c.version,
+            t.sync_id,
         )
         for c in commits
         for t in c.txns
@@ -220,7 +225,8 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
             versions_closed,
             rows_overlap_deleted,
             0,
-            delta_version
+            delta_version,
+            sync_id
         from `{NEW_TRANSACTIONS_VIEW}`
     """)
     insert_transactions(spark, transactions, new, min(r[0] for r in rows), rows)
@@ -230,8 +236,8 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
 
 @dataclass(frozen=True)
 class Recorded:
-    """What the transactions table holds: the last id and start time (all tables), and for one
-    history table its last recorded Delta version."""
+    """What the transactions table holds: the last id and start time (all tables, and the ids
+    reserved for syncs), and for one history table its last id and recorded Delta version."""
 
     last_id: int
     last_started: dt.datetime | None
@@ -269,6 +275,14 @@ class _Known:
 _known: dict[str, _Known] = {}  # per transactions table
 
 
+def note_reserved(transactions: str, last_id: int, last_started: dt.datetime) -> None:
+    """Count ids this process just reserved for syncs (syncs.py) in what it knows."""
+    known = _known.get(transactions)
+    if known is not None:
+        started = last_started if known.last_started is None else max(known.last_started, last_started)
+        _known[transactions] = _Known(known.hold, max(known.last_id, last_id), started, known.tables)
+
+
 def forget(transactions: str) -> None:
     """Read the transactions table again next time (a new dbt invocation: what it holds may have
     been changed by hand since)."""
@@ -291,8 +305,17 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
             F.coalesce(F.max(F.when(mine, F.col("txn_id"))), F.lit(0)).alias(f"history_last_id_{i}"),
             F.max(F.when(mine, F.col("delta_version"))).alias(f"delta_version_{i}"),
         ]
+    # The last id and start count the syncs' reserved ids, which no table may have recorded yet.
+    reserved = spark.table(syncs_relation(transactions)).select(
+        "txn_id",
+        "started_at",
+        F.lit(None).cast("string").alias("history_table"),
+        F.lit(None).cast("bigint").alias("delta_version"),
+    )
     row = (
         spark.table(transactions)
+        .select("txn_id", "started_at", "history_table", "delta_version")
+        .unionByName(reserved)
         .agg(
             F.coalesce(F.max("txn_id"), F.lit(0)).alias("last_id"),
             # as text in the session's time zone (UTC), not converted to the Python process's
@@ -327,8 +350,9 @@ def recover(
     if not commits:
         return state, []
     txns = [t for c in commits for t in c.txns]
-    first = min(t.txn_id for t in txns)
-    if first <= state.last_id:
+    # A sync's id was reserved before any table applied it (syncs.py): only an id of its own is new.
+    first = min((t.txn_id for t in txns if t.sync_id is None), default=None)
+    if first is not None and first <= state.last_id:
         raise LedgerError(
             f"{history} committed transaction {first} (Delta version {commits[0].version}), but the transactions"
             f" table already gives id {first} to another transaction: two runs applied batches to this lakehouse"
@@ -336,4 +360,11 @@ def recover(
         )
     record(spark, transactions, history, commits, uuid_sql)
     last = max(txns, key=lambda t: t.txn_id)
-    return Recorded(last.txn_id, dt.datetime.fromisoformat(last.started_at), last.txn_id, commits[-1].version), txns
+    started = dt.datetime.fromisoformat(last.started_at)
+    after = Recorded(
+        max(state.last_id, last.txn_id),
+        started if state.last_started is None else max(state.last_started, started),
+        last.txn_id,
+        commits[-1].version,
+    )
+    return after, txns

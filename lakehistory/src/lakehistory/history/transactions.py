@@ -1,6 +1,11 @@
-"""The transactions table's layout, declared once. The macros create it and list its columns from
-here (`lakehistory.ensure_transactions_table`, `lakehistory.transaction_columns`, through
-`adapter.call_python`), and the engine writes its rows in this order."""
+"""The transactions table's layout and its syncs table's, declared once. The macros create them
+and list the transactions table's columns from here (`lakehistory.ensure_transactions_table`,
+`lakehistory.transaction_columns`, through `adapter.call_python`), and the engine writes rows in
+this order.
+
+A transaction has one row per table it changed: a batch of its own is one row; a sync (the
+batches and extracts a source delivered together, named by their manifests) is one row per table
+of it, all under the id the syncs table reserved for the sync (syncs.py)."""
 
 from __future__ import annotations
 
@@ -19,9 +24,14 @@ class Field:
     required: bool
     comment: str
 
+    def sql(self) -> str:
+        """The column's definition in a CREATE TABLE or an ADD COLUMNS."""
+        comment = self.comment.replace("\\", "\\\\").replace("'", "\\'")
+        return f"{q(self.name)} {self.sql_type}{' not null' if self.required else ''} comment '{comment}'"
+
 
 LAYOUT = (
-    Field("txn_id", "bigint", True, "Transaction id: 1, 2, 3, ... with no gaps, in commit order"),
+    Field("txn_id", "bigint", True, "Transaction id: 1, 2, 3, ... with no gaps; the tables of one sync share it"),
     Field("txn_uuid", "string", True, "Naksha uuid of the transaction: txn_id, start date, object type 0, database id"),
     Field("operation", "string", True, "batch (a batch applied), snapshot (an extract captured), cleanup or revert"),
     Field("source_table", "string", False, "The landed table the batch belongs to"),
@@ -39,18 +49,34 @@ LAYOUT = (
     Field("rows_overlap_deleted", "bigint", True, "Rows removed from the Fivetran view by the overlap delete (rule 7)"),
     Field("rows_purged", "bigint", True, "Closed versions physically removed (cleanup)"),
     Field("delta_version", "bigint", True, "The Delta version of the history table this transaction committed"),
+    Field("sync_id", "string", False, "The sync the transaction applied (its id in the landing), or NULL"),
 )
 COLUMNS = tuple(field.name for field in LAYOUT)
+
+SYNCS_LAYOUT = (
+    Field("txn_id", "bigint", True, "The transaction id every table of the sync records"),
+    Field("sync_id", "string", True, "The sync, as the manifests of its batches name it"),
+    Field("sync_sequence", "bigint", True, "The sync's order in the landing: ids follow it"),
+    Field("tables", "array<string>", True, "The landed tables the sync holds: it is visible once each has applied it"),
+    Field("author", "string", False, "Who made the sync's changes (its manifests)"),
+    Field("app_id", "string", False, "The application that made them (its manifests)"),
+    Field("started_at", "timestamp", True, "The transaction's start, shared by its tables"),
+    Field("reserved_at", "timestamp", True, "When the id was reserved, before any table of the sync applied it"),
+)
+SYNCS_COLUMNS = tuple(field.name for field in SYNCS_LAYOUT)
+
+
+def syncs_relation(transactions: str) -> str:
+    """The syncs table beside the transactions table `transactions` (a quoted relation)."""
+    return f"{transactions[:-1]}_syncs`" if transactions.endswith("`") else f"{transactions}_syncs"
 
 
 class TransactionsLayoutError(RuntimeError):
     """The transactions table was made by another layout: new rows cannot go into it."""
 
 
-def create_sql(relation: str) -> str:
-    fields = ",\n    ".join(
-        f"{q(f.name)} {f.sql_type}{' not null' if f.required else ''} comment '{f.comment}'" for f in LAYOUT
-    )
+def create_sql(relation: str, layout: tuple[Field, ...] = LAYOUT) -> str:
+    fields = ",\n    ".join(f.sql() for f in layout)
     return f"create table if not exists {relation} (\n    {fields}\n) using delta"
 
 
@@ -79,14 +105,20 @@ _ensured: set[tuple[str, str]] = set()  # (dbt invocation, relation): checked on
 
 
 def ensure_transactions_table(spark: SparkSession, relation: str, invocation_id: str = "") -> None:
-    """Entry point for `lakehistory.ensure_transactions_table`: create the table when missing;
-    refuse one whose columns are not this layout's. Every node of a dbt invocation asks; the
-    first one's answer holds for the others (`invocation_id`)."""
+    """Entry point for `lakehistory.ensure_transactions_table`: create the table and its syncs
+    table when missing; give a table of an earlier layout the optional columns it lacks; refuse
+    one that lacks a required column. Every node of a dbt invocation asks; the first one's answer
+    holds for the others (`invocation_id`)."""
     if invocation_id and (invocation_id, relation) in _ensured:
         return
     create_if_missing(spark, relation, create_sql(relation))
+    create_if_missing(spark, syncs_relation(relation), create_sql(syncs_relation(relation), SYNCS_LAYOUT))
     stored = set(spark.table(relation).columns)
-    missing = [name for name in COLUMNS if name not in stored]
+    optional = [f for f in LAYOUT if not f.required and f.name not in stored]
+    if optional:  # nothing in the rows already there says otherwise: NULL is what they had
+        added = ", ".join(f.sql() for f in optional)
+        spark.sql(f"alter table {relation} add columns ({added})")
+    missing = [name for name in COLUMNS if name not in stored and name not in {f.name for f in optional}]
     if missing:
         raise TransactionsLayoutError(
             f"{relation} was made by an earlier version of lakehistory (it lacks {', '.join(missing)})."

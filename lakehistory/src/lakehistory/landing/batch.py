@@ -68,6 +68,17 @@ class Truncate:
     before: dt.datetime
 
 
+@dataclass(frozen=True)
+class Sync:
+    """The sync a batch belongs to: what a source delivered together, for several tables. Its
+    batches (one per table that changed) become one transaction, visible once every table of
+    `tables` has applied it. Syncs are applied in `sequence` order."""
+
+    id: str
+    sequence: int
+    tables: tuple[str, ...]
+
+
 @dataclass
 class Batch:
     """One batch for one table. Rows are dicts keyed by column name.
@@ -94,5 +105,6 @@ class Batch:
     author: str = "lakehistory"
     app_id: str = "lakehistory"
     commit_message: str | None = None
+    sync: Sync | None = None
     null_string: str = "\\N"
     unmodified_string: str = "__unmodified__"

@@ -39,6 +39,16 @@ MANIFEST_SCHEMA = StructType(
         StructField("author", StringType()),
         StructField("app_id", StringType()),
         StructField("commit_message", StringType()),
+        StructField(
+            "sync",
+            StructType(
+                [
+                    StructField("id", StringType()),
+                    StructField("sequence", LongType()),
+                    StructField("tables", ArrayType(StringType())),
+                ]
+            ),
+        ),
         StructField("deleted_column", StringType()),
         StructField("truncate", StructType([StructField("mode", StringType()), StructField("before", StringType())])),
         StructField(
@@ -213,6 +223,8 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
         raise batch_error(folder, f"key {manifest['key']} does not match the table's key {list(spec.key)}")
     if manifest["null_string"] == manifest["unmodified_string"]:
         raise batch_error(folder, "null_string and unmodified_string must differ")
+    if manifest.get("sync") is not None:
+        _check_sync(folder, manifest["sync"], spec.table)
     truncate = manifest.get("truncate")
     if truncate and (truncate.get("mode") not in ("hard", "soft") or not truncate.get("before")):
         raise batch_error(folder, f"truncate needs mode 'hard' or 'soft' and a 'before' timestamp, not {truncate}")
@@ -227,6 +239,18 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
             raise batch_error(
                 folder, f"file {entry.get('path')!r} has kind {entry.get('kind')!r}; expected one of {KINDS}"
             )
+
+
+def _check_sync(folder: str, sync: dict, table: str) -> None:
+    if not sync.get("id") or not SAFE_NAME.match(sync["id"]):
+        raise batch_error(folder, "sync needs an 'id' of letters, digits and _ . = -")
+    if sync.get("sequence") is None or sync["sequence"] < 0:
+        raise batch_error(folder, f"sync {sync['id']} needs a 'sequence', a whole number from 0 on")
+    tables = sync.get("tables") or []
+    if not all(is_plain_name(t) for t in tables) or len(set(tables)) < len(tables):
+        raise batch_error(folder, f"sync {sync['id']}: 'tables' must name each landed table once, {tables} does not")
+    if table not in tables:
+        raise batch_error(folder, f"sync {sync['id']} lists tables {tables}, but not this batch's table {table!r}")
 
 
 def _check_schema_change(folder: str, index: int, change: dict, spec: TableSpec) -> None:
@@ -296,6 +320,16 @@ def pending_manifests(manifests: list[dict], spec: TableSpec, applied: Applied) 
         if earlier["sequence"] == later["sequence"]:
             raise batch_error(
                 later["batch_id"], f"has the same sequence {later['sequence']} as batch {earlier['batch_id']}"
+            )
+    synced = [m for m in pending if m.get("sync")]
+    for earlier, later in zip(synced, synced[1:]):
+        if earlier["sync"]["sequence"] >= later["sync"]["sequence"]:
+            raise batch_error(
+                later["batch_id"],
+                f"belongs to sync {later['sync']['id']} (sequence {later['sync']['sequence']}), which is not after"
+                f" sync {earlier['sync']['id']} (sequence {earlier['sync']['sequence']}) of batch"
+                f" {earlier['batch_id']}, an earlier batch of the table: a table's batches and its syncs go in"
+                " the same order, one batch per sync",
             )
     if pending and applied.last_sequence is not None and pending[0]["sequence"] <= applied.last_sequence:
         first = pending[0]

@@ -24,7 +24,7 @@ from .files import (
     read_csv_files,
     read_parquet_file,
 )
-from .spec import BATCH_META, INTEGER_TYPES, TableSpec, batch_error, first_line
+from .spec import BATCH_META, INTEGER_TYPES, STAGING_TYPES, TableSpec, batch_error, first_line
 
 
 def _file_format(entry: dict) -> str:
@@ -207,6 +207,7 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> Dat
         "_lh_author",
         "_lh_app_id",
         "_lh_commit_message",
+        F.lit(None).cast(STAGING_TYPES["_lh_sync"]).alias("_lh_sync"),
         F.lit(None).cast("string").alias("_lh_truncate_mode"),
         F.lit(None).cast("timestamp").alias("_lh_truncate_before"),
         F.lit(None).cast("string").alias("_lh_change_op"),
@@ -294,6 +295,7 @@ def batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> 
             "_lh_author": m.get("author"),
             "_lh_app_id": m.get("app_id"),
             "_lh_commit_message": m.get("commit_message"),
+            "_lh_sync": m.get("sync"),
             "_lh_truncate_mode": (m.get("truncate") or {}).get("mode"),
             "_lh_file": "manifest.json",
             "_lh_row": 0,

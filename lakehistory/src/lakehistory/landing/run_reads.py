@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 
 from .manifests import Applied, applied_batches_for, landed_ids, read_landed
 from .spec import BatchError
+from .syncs import SyncOf, gather
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Landed:
 _lock = threading.Lock()
 # (invocation id, transactions table) -> (landing root, table) -> its answer, or its manifests' error.
 _runs: dict[tuple[str, str | None], dict[tuple[str, str], Landed | BatchError]] = {}
+# (invocation id, transactions table) -> the syncs of the batches pending when the landing was read.
+_syncs: dict[tuple[str, str | None], dict[str, SyncOf]] = {}
 
 
 def known(spark: SparkSession, invocation_id: str) -> bool:
@@ -65,16 +68,24 @@ def landed(
             if not run_tables:
                 return None
             _runs.clear()  # one invocation at a time per process: the last one's answers are stale
-            _runs[key] = _read(spark, transactions, {(str(root), str(name)) for root, name in run_tables})
+            _syncs.clear()
+            _runs[key], _syncs[key] = _read(spark, transactions, {(str(root), str(name)) for root, name in run_tables})
         found = _runs[key].pop((landing_root, table), None)
     if isinstance(found, BatchError):
         raise found
     return found
 
 
+def pending_syncs(invocation_id: str, transactions: str | None) -> dict[str, SyncOf]:
+    """The syncs of every batch the invocation's landed tables had pending when its first staging
+    read them (empty when none did): a sync's id is reserved with those of the syncs before it."""
+    with _lock:
+        return dict(_syncs.get((invocation_id, transactions), {}))
+
+
 def _read(
     spark: SparkSession, transactions: str | None, tables: set[tuple[str, str]]
-) -> dict[tuple[str, str], Landed | BatchError]:
+) -> tuple[dict[tuple[str, str], Landed | BatchError], dict[str, SyncOf]]:
     manifests: dict[tuple[str, str], list[dict] | BatchError] = {}
     for root in sorted({root for root, _ in tables}):
         for name, found in read_landed(spark, root, [name for r, name in tables if r == root]).items():
@@ -83,7 +94,15 @@ def _read(
     for (_, name), found in manifests.items():
         ids.setdefault(name, []).extend([] if isinstance(found, BatchError) else landed_ids(found))
     applied = applied_batches_for(spark, transactions, ids)
-    return {
-        (root, name): found if isinstance(found, BatchError) else Landed(found, applied[name])
+    pending = {
+        name: [m for m in found if m.get("batch_id") and m["batch_id"] not in applied[name].batch_ids]
+        for (_, name), found in manifests.items()
+        if not isinstance(found, BatchError)
+    }
+    syncs, contradictions = gather(pending)
+    answers = {
+        (root, name): contradictions.get(name)
+        or (found if isinstance(found, BatchError) else Landed(found, applied[name]))
         for (root, name), found in manifests.items()
     }
+    return answers, syncs

@@ -29,6 +29,7 @@ BATCH_META = (
     "_lh_author",
     "_lh_app_id",
     "_lh_commit_message",
+    "_lh_sync",
     "_lh_truncate_mode",
     "_lh_truncate_before",
 )
@@ -48,6 +49,7 @@ STAGING_TYPES = {
     "_lh_author": "string",
     "_lh_app_id": "string",
     "_lh_commit_message": "string",
+    "_lh_sync": "struct<id:string,sequence:bigint,tables:array<string>>",  # on the batch's marker row only
     "_lh_truncate_mode": "string",
     "_lh_truncate_before": "timestamp",
     "_lh_change_op": "string",

@@ -190,6 +190,9 @@ def _manifest(batch: Batch, files: list[dict[str, str]]) -> dict[str, Any]:
         "author": batch.author,
         "app_id": batch.app_id,
         "commit_message": batch.commit_message,
+        "sync": None
+        if batch.sync is None
+        else {"id": batch.sync.id, "sequence": batch.sync.sequence, "tables": list(batch.sync.tables)},
         "deleted_column": batch.deleted_column,
         "truncate": truncate,
         "schema_changes": changes,

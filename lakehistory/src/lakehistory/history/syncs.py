@@ -1,0 +1,147 @@
+"""A sync is one transaction: the ids the tables of a sync share, reserved before any applies it.
+
+A sync's tables are applied by different models, in whatever order dbt's threads run them, in one
+run or in several. The first of them to apply it reserves the sync's id under the writer lock, in
+the syncs table beside the transactions table (its layout: transactions.py), together with the
+ids of every other sync pending in the run, in sync order. So ids follow the syncs' order,
+whichever table comes first, and stay gap-free: an id is taken once, by a reservation or by a
+batch of its own, never twice. Every table of the sync then records its batch under that id,
+with the sync's start time (and so its uuid) and its author and app.
+
+A reservation is its own commit, before any history table's: a run stopped after it leaves the
+id reserved, and the next run applies the sync under it. The sync becomes visible to readers
+once each of its tables has recorded it (macros/time_travel/visible.sql).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from lakehistory.history import ledger, writer
+from lakehistory.history.session import session_conf
+from lakehistory.history.sql import q
+from lakehistory.history.table import HistoryError
+from lakehistory.history.transactions import SYNCS_COLUMNS, syncs_relation
+from lakehistory.landing.syncs import SyncOf
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """A sync's transaction: its id and start ('yyyy-MM-dd HH:mm:ss.SSS', UTC)."""
+
+    txn_id: int
+    started_at: str
+    sync: SyncOf
+
+
+# Per syncs table: the reservations this process read or made during one hold of the writer lock
+# (writer.active_hold): while it lasts, no other process reserves.
+_seen: dict[str, tuple[tuple[str, int], dict[str, Reserved]]] = {}
+
+
+def reserve(
+    spark: SparkSession, transactions: str, wanted: Iterable[SyncOf], state: ledger.Recorded
+) -> tuple[dict[str, Reserved], ledger.Recorded]:
+    """The transactions of the syncs `wanted`, reserving those not reserved yet: the next ids after
+    `state.last_id`, in sync order (sequence, then id), in one commit. Under the writer lock.
+    Returns them by sync id, and `state` with the ids and start times taken."""
+    table = syncs_relation(transactions)
+    wanted = {sync.id: sync for sync in wanted}
+    hold = writer.active_hold()
+    seen = _seen[table][1] if hold is not None and table in _seen and _seen[table][0] == hold else {}
+    unseen = sorted(set(wanted) - set(seen))
+    if unseen:
+        seen = {**seen, **_read(spark, table, unseen)}
+    for sync_id, found in seen.items():
+        if sync_id in wanted and found.sync != wanted[sync_id]:
+            raise HistoryError(_contradiction(wanted[sync_id], found))
+    new = sorted((s for sync_id, s in wanted.items() if sync_id not in seen), key=lambda s: (s.sequence, s.id))
+    if new:
+        times = ledger.transaction_times(state.last_started, len(new))
+        made = {s.id: Reserved(state.last_id + i, times[i - 1], s) for i, s in enumerate(new, start=1)}
+        _insert(spark, table, list(made.values()))
+        seen = {**seen, **made}
+        last_started = dt.datetime.fromisoformat(times[-1])
+        state = ledger.Recorded(state.last_id + len(new), last_started, state.history_last_id, state.delta_version)
+        ledger.note_reserved(transactions, state.last_id, last_started)
+    if hold is not None:
+        _seen[table] = (hold, seen)
+    return {sync_id: seen[sync_id] for sync_id in wanted}, state
+
+
+def _read(spark: SparkSession, table: str, sync_ids: list[str]) -> dict[str, Reserved]:
+    rows = (
+        spark.table(table)
+        .where(F.col("sync_id").isin(*sync_ids))
+        .select(
+            "txn_id",
+            "sync_id",
+            "sync_sequence",
+            "tables",
+            "author",
+            "app_id",
+            # as text in the session's time zone (UTC), not converted to the Python process's
+            F.date_format("started_at", "yyyy-MM-dd HH:mm:ss.SSS").alias("started_at"),
+        )
+        .collect()  # a row per sync asked for
+    )
+    return {
+        r.sync_id: Reserved(
+            int(r.txn_id), r.started_at, SyncOf(r.sync_id, int(r.sync_sequence), tuple(r.tables), r.author, r.app_id)
+        )
+        for r in rows
+    }
+
+
+def _insert(spark: SparkSession, table: str, reserved: list[Reserved]) -> None:
+    """Record the reservations in one commit, only if neither their ids nor their syncs are there:
+    the fence behind the writer lock, as for the transactions table (ledger.insert_transactions)."""
+    rows = spark.createDataFrame(
+        [
+            (r.txn_id, r.sync.id, r.sync.sequence, list(r.sync.tables), r.sync.author, r.sync.app_id, r.started_at)
+            for r in reserved
+        ],
+        "txn_id bigint, sync_id string, sync_sequence bigint, tables array<string>, author string, app_id string,"
+        " started_at string",
+    ).selectExpr("*", "current_timestamp() as reserved_at")
+    rows = rows.withColumn("started_at", F.col("started_at").cast("timestamp")).select(*SYNCS_COLUMNS)
+    taken = (
+        "raise_error(concat('lakehistory: sync ', s.`sync_id`, ' or transaction ', cast(s.`txn_id` as string),"
+        " ' is already reserved'))"
+    )
+    writer.check_held()
+    try:
+        with session_conf(spark, {ledger.MERGE_SOURCE_COPY: "none"}):  # the rows are data in memory
+            spark.sql(
+                f"""
+                merge into {table} as t
+                using {{rows}} as s
+                on t.`txn_id` = s.`txn_id` or t.`sync_id` = s.`sync_id`
+                when matched then update set t.`author` = {taken}
+                when not matched then insert ({", ".join(q(c) for c in SYNCS_COLUMNS)})
+                    values ({", ".join(f"s.{q(c)}" for c in SYNCS_COLUMNS)})
+                """,
+                rows=rows,
+            )
+    except Exception as exc:
+        if "is already reserved" not in str(exc) and "concurrent" not in str(exc).lower():
+            raise
+        raise ledger.TransactionTakenError(
+            f"Another writer reserved transactions in {table} that this run reserved: this run no longer held the"
+            " writer lock (it was paused or cut off past its lease). Nothing of its reservation was recorded, and"
+            " the run stops. Run again."
+        ) from None
+
+
+def _contradiction(sync: SyncOf, found: Reserved) -> str:
+    return (
+        f"sync {sync.id} is reserved as transaction {found.txn_id} with tables {list(found.sync.tables)}, sequence"
+        f" {found.sync.sequence}, author {found.sync.author!r} and app {found.sync.app_id!r}, but a pending batch"
+        f" of it says {list(sync.tables)}, {sync.sequence}, {sync.author!r} and {sync.app_id!r}. Every batch of a"
+        " sync must say the same of it: land the batch again with the sync as the others give it."
+    )

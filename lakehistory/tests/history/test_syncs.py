@@ -1,0 +1,295 @@
+"""A sync is one transaction: the batches a source landed together for several tables share one
+id, in sync order whichever table applies first, and the sync becomes visible to a reader of the
+consistent cut (`lakehistory.version_at_sql`) only once every table of it has applied it.
+
+The staging and the merge engine are called as the strategy macro calls them, on dbt's Spark
+session and real Delta tables (engine_case.py); the cut is the macro's SQL, compiled once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from pathlib import Path
+
+import pytest
+from engine_case import Engine
+
+from lakehistory.history import apply, ledger, syncs, writer
+from lakehistory.history.apply import HistoryError
+from lakehistory.landing import run_reads
+from lakehistory.landing.batch import END, START, TMAX, Batch, Column, Sync
+from lakehistory.landing.spec import BatchError
+
+COLUMNS = [Column("id", "bigint"), Column("name", "string")]
+DAY = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="module")
+def engine(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    return Engine.start(tmp_path_factory.mktemp("syncs"), "syncs")
+
+
+@pytest.fixture(scope="module")
+def visible_sql(engine: Engine) -> str:
+    """The macro's SQL for the last visible transaction id at instant `{at}`."""
+    return engine.project.compile_inline("{{ lakehistory.visible_txn_sql('__AT__') }}").strip()
+
+
+def visible(engine: Engine, visible_sql: str, at: str = "current_timestamp()") -> int:
+    return int(engine.project.spark.sql("select " + visible_sql.replace("__AT__", at)).collect()[0][0])
+
+
+def batch(table: str, sequence: int, sync: Sync | None, names: dict[int, str]) -> Batch:
+    """Batch `sequence` of `table`: key k now holds names[k] (a new version of it from that day)."""
+    start = DAY + dt.timedelta(days=sequence)
+    rows = [
+        {"id": k, "name": v, START: start, END: TMAX, "_fivetran_active": True, "_fivetran_synced": start}
+        for k, v in names.items()
+    ]
+    earliest = [{"id": k, START: start} for k in names]
+    return Batch(table, f"{sequence:06d}", sequence, ["id"], COLUMNS, replace=rows, earliest=earliest, sync=sync)
+
+
+def land_syncs(engine: Engine, prefix: str, plan: dict[int, list[str]]) -> list[str]:
+    """Land sync n (sequence n, id `<prefix>-s<n>`) with one batch of sequence n for each of its
+    tables; returns the tables, `<prefix>_<name>`. Batch n of a table gives key n % 3 + 1 the
+    name `v<n>`."""
+    tables = sorted({f"{prefix}_{t}" for names in plan.values() for t in names})
+    for n, names in sorted(plan.items()):
+        held = tuple(f"{prefix}_{t}" for t in names)
+        sync = Sync(f"{prefix}-s{n}", n, held)
+        for table in held:
+            engine.land(table, [batch(table, n, sync, {n % 3 + 1: f"v{n}"})])
+    return tables
+
+
+def land_alone(engine: Engine, table: str, plan: dict[int, list[str]], name: str) -> None:
+    """The same batches of `name` as land_syncs lands, without a sync, under `table`."""
+    for n, names in sorted(plan.items()):
+        if name.split("_", 1)[1] in names:
+            engine.land(table, [batch(table, n, None, {n % 3 + 1: f"v{n}"})])
+
+
+def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a new dbt process starts with: nothing this one read or held."""
+    writer.let_go_all()
+    for module, name in (
+        (apply, "_recovered_invocations"),
+        (writer, "unrecorded"),
+        (run_reads, "_runs"),
+        (run_reads, "_syncs"),
+        (syncs, "_seen"),
+        (ledger, "_known"),
+    ):
+        monkeypatch.setattr(module, name, type(getattr(module, name))())
+
+
+def run(engine: Engine, tables: list[str], invocation: str, threads: bool = False) -> None:
+    """One dbt invocation of the tables' models: staged (the first staging reads them all), then
+    applied in `tables` order, or each in its own thread as dbt's threads would."""
+    for i, table in enumerate(tables):
+        engine.stage(table, COLUMNS, ["id"], invocation, run_tables=tables if i == 0 else ())
+    history = [*tables]
+
+    def one(table: str) -> None:
+        engine.apply_staged(table, COLUMNS, ["id"], invocation_id=invocation, history_tables=history)
+
+    if not threads:
+        for table in tables:
+            one(table)
+        return
+    errors: list[BaseException] = []
+
+    def guarded(table: str) -> None:
+        try:
+            one(table)
+        except BaseException as exc:  # reported below, on the test's thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=guarded, args=(t,)) for t in tables]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+
+
+def ids_by_sync(engine: Engine, prefix: str) -> dict[str, list[tuple[int, str]]]:
+    """Per sync, its rows of the transactions table: (id, table)."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for r in engine.project.rows(
+        f"select sync_id, txn_id, source_table from {engine.transactions}"
+        f" where sync_id like '{prefix}-%' order by txn_id, source_table"
+    ):
+        found.setdefault(r["sync_id"], []).append((r["txn_id"], r["source_table"]))
+    return found
+
+
+PLAN = {1: ["a", "b"], 2: ["a"], 3: ["a", "b"], 4: ["b"]}
+
+
+def test_a_sync_applied_by_parallel_nodes_is_one_transaction_and_the_tables_equal_those_applied_alone(
+    engine: Engine, visible_sql: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four syncs, one of them without table b's batch and one without a's, applied by two nodes
+    at once, each catching up its syncs in one pass: one id per sync, gap-free, in sync order,
+    a row per table of it, and each table as its batches applied without syncs give it."""
+    new_process(monkeypatch)
+    first = visible(engine, visible_sql)
+    tables = land_syncs(engine, "par", PLAN)
+    run(engine, tables, "par-1", threads=True)
+    got = ids_by_sync(engine, "par")
+    base = min(txn for rows in got.values() for txn, _ in rows) - 1
+    assert got == {
+        "par-s1": [(base + 1, "par_a"), (base + 1, "par_b")],
+        "par-s2": [(base + 2, "par_a")],
+        "par-s3": [(base + 3, "par_a"), (base + 3, "par_b")],
+        "par-s4": [(base + 4, "par_b")],
+    }
+    assert base >= first and visible(engine, visible_sql) == base + 4
+    uuids = engine.project.rows(
+        f"select txn_id, count(distinct txn_uuid) as uuids, count(distinct started_at) as starts,"
+        f" count(distinct author) as authors from {engine.transactions} where sync_id like 'par-%' group by txn_id"
+    )
+    assert all(r["uuids"] == r["starts"] == r["authors"] == 1 for r in uuids), uuids
+    for name in ("par_a", "par_b"):
+        land_alone(engine, f"{name}_alone", PLAN, name)
+        engine.apply(f"{name}_alone", COLUMNS, ["id"])
+        assert physical_by_day(engine, name) == physical_by_day(engine, f"{name}_alone"), name
+
+
+def physical_by_day(engine: Engine, table: str) -> list[tuple]:
+    """The table's rows, each with the transactions' batch sequences for valid_from and valid_to
+    (the day of the sync in these landings), sorted."""
+    day = {
+        (r["txn_id"], r["source_table"]): r["batch_sequence"]
+        for r in engine.project.rows(f"select txn_id, source_table, batch_sequence from {engine.transactions}")
+    }
+    rows = engine.project.rows(f"select * from `{engine.project.schema}`.`{table}`")
+    return sorted(
+        (
+            r["id"],
+            r["name"],
+            r["_fivetran_start"],
+            day[(r["valid_from"], table)],
+            day.get((r["valid_to"], table)),
+        )
+        for r in rows
+    )
+
+
+def test_ids_follow_the_syncs_order_whichever_table_applies_first(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Table b, which has no batch in the first sync, applies first: the first sync still gets
+    the first id, reserved with b's."""
+    new_process(monkeypatch)
+    tables = land_syncs(engine, "ord", {1: ["a"], 2: ["a", "b"]})
+    run(engine, list(reversed(tables)), "ord-1")
+    got = ids_by_sync(engine, "ord")
+    assert got["ord-s1"][0][0] + 1 == got["ord-s2"][0][0], got
+
+
+def test_a_sync_is_visible_only_once_every_table_applied_it_and_the_next_run_completes_it(
+    engine: Engine, visible_sql: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Table a's batch of the second sync is bad: a's model fails, b's applies the sync. The cut
+    stays before the sync, however many transactions come after it; once a's batch is landed
+    again, fixed, the next run applies it under the sync's id and the cut moves past it."""
+    new_process(monkeypatch)
+    tables = land_syncs(engine, "fail", {1: ["a", "b"]})
+    run(engine, tables, "fail-1")
+    land_syncs(engine, "fail", {2: ["a", "b"]})
+    data = next(p for p in (engine.project.landing / "fail_a" / "000002").iterdir() if p.name != "manifest.json")
+    kept = data.read_bytes()
+    data.write_bytes(b"not,a,batch\n")
+    new_process(monkeypatch)
+    with pytest.raises(BatchError, match="000002"):
+        run(engine, tables, "fail-2")
+    run(engine, ["fail_b"], "fail-3")
+    got = ids_by_sync(engine, "fail")
+    first, second = got["fail-s1"][0][0], got["fail-s2"][0][0]
+    assert got["fail-s2"] == [(second, "fail_b")]
+    assert visible(engine, visible_sql) == first == second - 1
+    engine.land("fail_later", [batch("fail_later", 1, None, {1: "later"})])
+    engine.apply("fail_later", COLUMNS, ["id"])
+    assert visible(engine, visible_sql) == first, "a later transaction does not make half a sync visible"
+    data.write_bytes(kept)
+    new_process(monkeypatch)
+    run(engine, tables, "fail-4")
+    assert ids_by_sync(engine, "fail")["fail-s2"] == [(second, "fail_a"), (second, "fail_b")]
+    assert visible(engine, visible_sql) == max(engine.ids_of("fail_later"))
+
+
+def test_a_sync_stopped_anywhere_and_run_again_converges(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two syncs of two tables; the run is stopped at each point of the engine in turn, in the
+    first table it applies (whose first writer reserves both syncs) or in the second, then run
+    again as a new process: the same ids per sync, the same tables as a run never stopped."""
+    plan = {1: ["a", "b"], 2: ["a", "b"]}
+    new_process(monkeypatch)
+    want_tables = land_syncs(engine, "kill", plan)
+    run(engine, want_tables, "kill-0")
+    want = {t.removeprefix("kill_"): physical_by_day(engine, t) for t in want_tables}
+    # Stopped in the second table, only the commit left unrecorded differs from the first's points:
+    # the recovery records it under the sync's reserved id.
+    cases = [(point, 0) for point in apply.STOP_POINTS] + [("committed", 1)]
+    for n, (point, which) in enumerate(cases):
+        prefix = f"k{n}"
+        tables = land_syncs(engine, prefix, plan)
+
+        def stop(name: str, point=point) -> None:
+            if name == point:
+                raise RuntimeError(f"stopped at {name}")
+
+        new_process(monkeypatch)
+        for i, table in enumerate(tables):
+            engine.stage(table, COLUMNS, ["id"], f"{prefix}-1", run_tables=tables if i == 0 else ())
+        if which == 1:
+            engine.apply_staged(tables[0], COLUMNS, ["id"], invocation_id=f"{prefix}-1", history_tables=tables)
+        monkeypatch.setattr(apply, "_reached", stop)
+        with pytest.raises(RuntimeError, match="stopped"):
+            engine.apply_staged(tables[which], COLUMNS, ["id"], invocation_id=f"{prefix}-1", history_tables=tables)
+        monkeypatch.setattr(apply, "_reached", lambda name: None)
+        new_process(monkeypatch)  # its lock's row says whether the stopped run left a commit unrecorded
+        run(engine, tables, f"{prefix}-2")
+        got = ids_by_sync(engine, prefix)
+        s1, s2 = got[f"{prefix}-s1"][0][0], got[f"{prefix}-s2"][0][0]
+        assert got == {
+            f"{prefix}-s1": [(s1, f"{prefix}_a"), (s1, f"{prefix}_b")],
+            f"{prefix}-s2": [(s2, f"{prefix}_a"), (s2, f"{prefix}_b")],
+        }, (point, which)
+        assert s2 == s1 + 1, (point, which)
+        for t in tables:
+            assert physical_by_day(engine, t) == want[t.removeprefix(f"{prefix}_")], (point, which, t)
+    ids = sorted({r["txn_id"] for r in engine.project.rows(f"select txn_id from {engine.transactions}")})
+    assert ids == list(range(1, len(ids) + 1)), "ids are gap-free across every run"
+
+
+def test_a_batch_of_its_own_before_a_sync_another_table_applied_is_refused_with_nothing_applied(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Table a lands a batch without a sync, then a sync with b; b applies the sync first. a's
+    batch would need an id after the sync's while coming before it: refused, naming both."""
+    new_process(monkeypatch)
+    engine.land("mix_a", [batch("mix_a", 1, None, {1: "own"})])
+    sync = Sync("mix-s1", 2, ("mix_a", "mix_b"))
+    engine.land("mix_a", [batch("mix_a", 2, sync, {2: "synced"})])
+    engine.land("mix_b", [batch("mix_b", 2, sync, {2: "synced"})])
+    run(engine, ["mix_b"], "mix-1")
+    with pytest.raises(HistoryError, match="000002.*mix-s1"):
+        run(engine, ["mix_a"], "mix-2")
+    assert not engine.project.spark.catalog.tableExists(f"{engine.project.schema}.mix_a")
+
+
+def test_batches_that_say_different_things_of_one_sync_are_refused(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_process(monkeypatch)
+    engine.land("odd_a", [batch("odd_a", 1, Sync("odd-s1", 1, ("odd_a", "odd_b")), {1: "x"})])
+    engine.land("odd_b", [batch("odd_b", 1, Sync("odd-s1", 7, ("odd_a", "odd_b")), {1: "x"})])
+    with pytest.raises(BatchError, match="odd-s1"):
+        run(engine, ["odd_a", "odd_b"], "odd-1")
+    engine.land("odd_c", [batch("odd_c", 1, Sync("odd-s2", 1, ("odd_b",)), {1: "x"})])
+    with pytest.raises(BatchError, match="not this batch's table"):
+        run(engine, ["odd_c"], "odd-2")
