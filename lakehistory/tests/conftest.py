@@ -77,6 +77,7 @@ GROUP_SECONDS = {
     "lakehistory/tests/history/test_fivetran_columns.py": 150,
     "tools/tests/test_bench_smoke.py": 125,
     "lakehistory/tests/history/test_stops.py": 125,
+    "lakehistory/tests/history/test_syncs.py": 250,
     "lakehistory/tests/time_travel/test_retention.py": 100,
     "lakehistory/tests/history/test_catch_up.py": 60,
     "lakehistory/tests/history/test_schema_evolution.py": 55,

@@ -46,6 +46,8 @@
       'tables': tables,
       'transactions': lakehistory.transactions_relation() | string,
       'version_type': lakehistory.version_type(),
+      'visible_sql': lakehistory.visible_txn_sql(),
+      'incomplete_syncs_sql': lakehistory.incomplete_syncs_sql(),
   }) -%}
 {% endmacro %}
 

@@ -156,15 +156,27 @@
 {% endmacro %}
 
 {% macro default__visible_txn_sql(at=none) %}
-  {%- set transactions = lakehistory.transactions_relation() -%}
   {%- set known = 'true' if at is none else '`committed_at` <= (' ~ at ~ ')' -%}
   {#- A sync reserved later than `at` has an id above every transaction recorded by then: only
       those whose tables had not all recorded them by `at` can cut before the last one. -#}
-  {{- return("(select least(coalesce(max(t.`txn_id`), 0), coalesce((select min(s.`txn_id`) - 1 from "
-      ~ lakehistory.syncs_relation() ~ " as s left join (select `txn_id`, collect_set(`source_table`) as `done` from "
-      ~ transactions ~ " where " ~ known ~ " group by `txn_id`) as d on d.`txn_id` = s.`txn_id`"
-      ~ " where size(array_except(s.`tables`, coalesce(d.`done`, array()))) > 0), 9223372036854775807)) from "
-      ~ transactions ~ " as t where " ~ known ~ ")") -}}
+  {{- return("(select least(coalesce(max(t.`txn_id`), 0), coalesce((select min(`txn_id`) - 1 from "
+      ~ lakehistory.incomplete_syncs_sql(at) ~ "), 9223372036854775807)) from "
+      ~ lakehistory.transactions_relation() ~ " as t where " ~ known ~ ")") -}}
+{% endmacro %}
+
+
+{#- The syncs not visible at `at` (none: now), as a subquery: `txn_id`, `sync_id`, `tables` (those
+    it holds) and `applied` (those that had recorded it by then). -#}
+{% macro incomplete_syncs_sql(at=none) %}
+  {{ return(adapter.dispatch('incomplete_syncs_sql', 'lakehistory')(at)) }}
+{% endmacro %}
+
+{% macro default__incomplete_syncs_sql(at=none) %}
+  {%- set known = 'true' if at is none else '`committed_at` <= (' ~ at ~ ')' -%}
+  {{- return("(select s.`txn_id`, s.`sync_id`, s.`tables`, coalesce(d.`applied`, array()) as `applied` from "
+      ~ lakehistory.syncs_relation() ~ " as s left join (select `txn_id`, collect_set(`source_table`) as `applied` from "
+      ~ lakehistory.transactions_relation() ~ " where " ~ known ~ " group by `txn_id`) as d on d.`txn_id` = s.`txn_id`"
+      ~ " where size(array_except(s.`tables`, coalesce(d.`applied`, array()))) > 0)") -}}
 {% endmacro %}
 
 

@@ -16,6 +16,7 @@ from engine_case import Engine
 
 from lakehistory.history import apply, ledger, syncs, writer
 from lakehistory.history.apply import HistoryError
+from lakehistory.inspect.commands import Inspector
 from lakehistory.landing import run_reads
 from lakehistory.landing.batch import END, START, TMAX, Batch, Column, Sync
 from lakehistory.landing.spec import BatchError
@@ -30,9 +31,19 @@ def engine(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Engine:
 
 
 @pytest.fixture(scope="module")
-def visible_sql(engine: Engine) -> str:
-    """The macro's SQL for the last visible transaction id at instant `{at}`."""
-    return engine.project.compile_inline("{{ lakehistory.visible_txn_sql('__AT__') }}").strip()
+def cut_sql(engine: Engine) -> tuple[str, str]:
+    """The macros' SQL for the last visible transaction id at instant `__AT__`, and for the syncs
+    not visible now."""
+    compiled = engine.project.compile_inline(
+        "{{ lakehistory.visible_txn_sql('__AT__') }}\n;;\n{{ lakehistory.incomplete_syncs_sql() }}"
+    )
+    visible, incomplete = compiled.split(";;")
+    return visible.strip(), incomplete.strip()
+
+
+@pytest.fixture(scope="module")
+def visible_sql(cut_sql: tuple[str, str]) -> str:
+    return cut_sql[0]
 
 
 def visible(engine: Engine, visible_sql: str, at: str = "current_timestamp()") -> int:
@@ -192,11 +203,12 @@ def test_ids_follow_the_syncs_order_whichever_table_applies_first(
 
 
 def test_a_sync_is_visible_only_once_every_table_applied_it_and_the_next_run_completes_it(
-    engine: Engine, visible_sql: str, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, visible_sql: str, cut_sql: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Table a's batch of the second sync is bad: a's model fails, b's applies the sync. The cut
     stays before the sync, however many transactions come after it; once a's batch is landed
-    again, fixed, the next run applies it under the sync's id and the cut moves past it."""
+    again, fixed, the next run applies it under the sync's id and the cut moves past it.
+    `lakehistory status` shows the cut and the sync waiting for table a."""
     new_process(monkeypatch)
     tables = land_syncs(engine, "fail", {1: ["a", "b"]})
     run(engine, tables, "fail-1")
@@ -215,6 +227,16 @@ def test_a_sync_is_visible_only_once_every_table_applied_it_and_the_next_run_com
     engine.land("fail_later", [batch("fail_later", 1, None, {1: "later"})])
     engine.apply("fail_later", COLUMNS, ["id"])
     assert visible(engine, visible_sql) == first, "a later transaction does not make half a sync visible"
+    inspector = Inspector(engine.project.spark, {}, engine.transactions, "integer")
+    inspector.visible_sql, inspector.incomplete_syncs_sql = (
+        visible_sql.replace("__AT__", "current_timestamp()"),
+        cut_sql[1],
+    )
+    status = inspector.status().splitlines()
+    assert f"(version_at): transaction {first}" in "\n".join(status)
+    assert [line.split() for line in status if line.startswith(str(second))] == [
+        [str(second), "fail-s2", "fail_b", "fail_a"]
+    ]
     data.write_bytes(kept)
     new_process(monkeypatch)
     run(engine, tables, "fail-4")
@@ -222,46 +244,62 @@ def test_a_sync_is_visible_only_once_every_table_applied_it_and_the_next_run_com
     assert visible(engine, visible_sql) == max(engine.ids_of("fail_later"))
 
 
-def test_a_sync_stopped_anywhere_and_run_again_converges(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two syncs of two tables; the run is stopped at each point of the engine in turn, in the
-    first table it applies (whose first writer reserves both syncs) or in the second, then run
-    again as a new process: the same ids per sync, the same tables as a run never stopped."""
-    plan = {1: ["a", "b"], 2: ["a", "b"]}
-    new_process(monkeypatch)
-    want_tables = land_syncs(engine, "kill", plan)
-    run(engine, want_tables, "kill-0")
-    want = {t.removeprefix("kill_"): physical_by_day(engine, t) for t in want_tables}
-    # Stopped in the second table, only the commit left unrecorded differs from the first's points:
-    # the recovery records it under the sync's reserved id.
-    cases = [(point, 0) for point in apply.STOP_POINTS] + [("committed", 1)]
-    for n, (point, which) in enumerate(cases):
-        prefix = f"k{n}"
-        tables = land_syncs(engine, prefix, plan)
+KILL_PLAN = {1: ["a", "b"], 2: ["a", "b"]}
 
-        def stop(name: str, point=point) -> None:
-            if name == point:
-                raise RuntimeError(f"stopped at {name}")
 
+@pytest.fixture(scope="module")
+def uninterrupted(engine: Engine) -> dict[str, list[tuple]]:
+    """The tables of KILL_PLAN applied by a run never stopped, by table name (a, b)."""
+    tables = land_syncs(engine, "kill", KILL_PLAN)
+    with pytest.MonkeyPatch.context() as monkeypatch:
         new_process(monkeypatch)
-        for i, table in enumerate(tables):
-            engine.stage(table, COLUMNS, ["id"], f"{prefix}-1", run_tables=tables if i == 0 else ())
-        if which == 1:
-            engine.apply_staged(tables[0], COLUMNS, ["id"], invocation_id=f"{prefix}-1", history_tables=tables)
-        monkeypatch.setattr(apply, "_reached", stop)
-        with pytest.raises(RuntimeError, match="stopped"):
-            engine.apply_staged(tables[which], COLUMNS, ["id"], invocation_id=f"{prefix}-1", history_tables=tables)
-        monkeypatch.setattr(apply, "_reached", lambda name: None)
-        new_process(monkeypatch)  # its lock's row says whether the stopped run left a commit unrecorded
-        run(engine, tables, f"{prefix}-2")
-        got = ids_by_sync(engine, prefix)
-        s1, s2 = got[f"{prefix}-s1"][0][0], got[f"{prefix}-s2"][0][0]
-        assert got == {
-            f"{prefix}-s1": [(s1, f"{prefix}_a"), (s1, f"{prefix}_b")],
-            f"{prefix}-s2": [(s2, f"{prefix}_a"), (s2, f"{prefix}_b")],
-        }, (point, which)
-        assert s2 == s1 + 1, (point, which)
-        for t in tables:
-            assert physical_by_day(engine, t) == want[t.removeprefix(f"{prefix}_")], (point, which, t)
+        run(engine, tables, "kill-0")
+    return {t.removeprefix("kill_"): physical_by_day(engine, t) for t in tables}
+
+
+# Stopped in the first table the run applies (whose writer reserves both syncs) at each point, or
+# in the second with its commit unrecorded (the next run's recovery records it under the sync's
+# reserved id). The points the batch path without syncs has too are stopped at in test_stops.py:
+# here in `make test-slow`.
+@pytest.mark.parametrize(
+    ("point", "which"),
+    [
+        pytest.param(point, 0, id=point, marks=[] if point in ("reserved", "committed") else [pytest.mark.slow])
+        for point in apply.STOP_POINTS
+    ]
+    + [pytest.param("committed", 1, id="committed_in_the_second_table")],
+)
+def test_a_sync_stopped_anywhere_and_run_again_converges(
+    engine: Engine, uninterrupted: dict, monkeypatch: pytest.MonkeyPatch, point: str, which: int
+) -> None:
+    """Two syncs of two tables, the run stopped, then run again as a new process: the same ids
+    per sync (consecutive, a row per table) and the same tables as a run never stopped."""
+    prefix = f"kill_{point}_{which}"
+    tables = land_syncs(engine, prefix, KILL_PLAN)
+
+    def stop(name: str) -> None:
+        if name == point:
+            raise RuntimeError(f"stopped at {name}")
+
+    new_process(monkeypatch)
+    for i, table in enumerate(tables):
+        engine.stage(table, COLUMNS, ["id"], f"{prefix}-1", run_tables=tables if i == 0 else ())
+    if which == 1:
+        engine.apply_staged(tables[0], COLUMNS, ["id"], invocation_id=f"{prefix}-1", history_tables=tables)
+    monkeypatch.setattr(apply, "_reached", stop)
+    with pytest.raises(RuntimeError, match="stopped"):
+        engine.apply_staged(tables[which], COLUMNS, ["id"], invocation_id=f"{prefix}-1", history_tables=tables)
+    monkeypatch.setattr(apply, "_reached", lambda name: None)
+    new_process(monkeypatch)  # its lock's row says whether the stopped run left a commit unrecorded
+    run(engine, tables, f"{prefix}-2")
+    got = ids_by_sync(engine, prefix)
+    s1 = got[f"{prefix}-s1"][0][0]
+    assert got == {
+        f"{prefix}-s1": [(s1, f"{prefix}_a"), (s1, f"{prefix}_b")],
+        f"{prefix}-s2": [(s1 + 1, f"{prefix}_a"), (s1 + 1, f"{prefix}_b")],
+    }
+    for t in tables:
+        assert physical_by_day(engine, t) == uninterrupted[t.removeprefix(f"{prefix}_")], t
     ids = sorted({r["txn_id"] for r in engine.project.rows(f"select txn_id from {engine.transactions}")})
     assert ids == list(range(1, len(ids) + 1)), "ids are gap-free across every run"
 

@@ -3,6 +3,7 @@ and its printed table checked against the reference model and the transactions t
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from collections import Counter
@@ -29,7 +30,9 @@ def lakehistory(demo: DbtProject, capsys: pytest.CaptureFixture[str], *argv: str
 
 
 def rows_of(printed: list[str]) -> list[str]:
-    return [line for line in printed[2:] if line.strip() and not line.startswith("(")]
+    """The printed table's rows: from below its header to the first blank line."""
+    rows = list(itertools.takewhile(str.strip, printed[2:]))
+    return [line for line in rows if not line.startswith("(")]
 
 
 def day_one_version(demo: DbtProject) -> int:
@@ -45,6 +48,8 @@ def test_status_lists_every_table_with_its_batches_applied_and_a_new_one_pending
     assert set(status) == {f"{t}_history" for t in HISTORY} | set(SNAPSHOTS)
     for fields in status.values():
         assert fields[3:5] == [str(DEMO_CONFIG.syncs), "0"], fields  # every sync applied, none pending
+    last = demo.rows("select max(txn_id) as v from {schema}.lakehistory_transactions")[0]["v"]
+    assert f"(version_at): transaction {last}; every sync is complete" in "\n".join(printed)
 
     # A batch landed and not yet applied is pending (a copy of the last one, as the next batch).
     landed = demo.landing / "meta_network"

@@ -22,12 +22,31 @@ def fivetran_table(rows: list[dict], table: str) -> list[tuple]:
     return sorted((tuple(naive(r[n]) for n in names) for r in rows), key=repr)
 
 
+def visible_at(txns: list[dict], syncs: list[dict], at: dt.datetime) -> int:
+    """The reference consistent cut at `at`: the last transaction before the first one not
+    visible then. A transaction is visible once it is recorded; a sync once each of its tables
+    has recorded it."""
+    recorded: dict[int, set[str]] = {}
+    for t in txns:
+        if t["committed_at"] <= at:
+            recorded.setdefault(t["txn_id"], set()).add(t["source_table"])
+    tables = {s["txn_id"]: set(s["tables"]) for s in syncs}
+    cut = 0
+    for txn_id in sorted({t["txn_id"] for t in txns} | set(tables)):
+        if txn_id not in recorded or not tables.get(txn_id, set()) <= recorded[txn_id]:
+            break
+        cut = txn_id
+    return cut
+
+
 def test_version_at_cuts_every_history_table_at_one_transaction(demo: DbtProject) -> None:
-    """At any instant, version_at is the last transaction committed then (0 before the first), and
-    every history table as of it is the Fivetran table the batches applied by then give."""
-    txns = demo.rows("select txn_id, committed_at, batch_sequence from {schema}.lakehistory_transactions")
+    """At any instant, version_at is the last transaction before the first one not visible then
+    (a sync is visible once each of its tables has recorded it; 0 before the first), and every
+    history table as of it is the Fivetran table the batches applied by then give."""
+    txns = demo.rows("select txn_id, committed_at, batch_sequence, source_table from {schema}.lakehistory_transactions")
+    syncs = demo.rows("select txn_id, tables from {schema}.lakehistory_transactions_syncs")
     first_day = max(t["txn_id"] for t in txns if t["batch_sequence"] == 1)
-    first_day_done = next(t["committed_at"] for t in txns if t["txn_id"] == first_day)
+    first_day_done = max(t["committed_at"] for t in txns if t["txn_id"] == first_day)
     queries = compile_many(
         demo,
         {
@@ -41,11 +60,12 @@ def test_version_at_cuts_every_history_table_at_one_transaction(demo: DbtProject
     probes += sorted({t["committed_at"] for t in txns})
     for at in probes:
         demo.spark.sql(f"set var lh_test_at = timestamp'{at}'")
-        expected = max((t["txn_id"] for t in txns if t["committed_at"] <= at), default=0)
-        assert demo.rows(queries["version_at_sql"])[0]["v"] == expected, f"version_at({at})"
+        assert demo.rows(queries["version_at_sql"])[0]["v"] == visible_at(txns, syncs, at), f"version_at({at})"
 
     # version_at reads the version when the query compiles: one literal for every table of the cut.
-    assert queries["version_at"].endswith(f"select {first_day} as v"), queries["version_at"]
+    assert queries["version_at"].endswith(f"select {visible_at(txns, syncs, first_day_done)} as v"), queries[
+        "version_at"
+    ]
     last = max(t["txn_id"] for t in txns)
     demo.spark.sql("declare or replace variable lh_test_v bigint")
     for version, reference in ((first_day, known_after(1)), (last, known_after())):
@@ -54,6 +74,23 @@ def test_version_at_cuts_every_history_table_at_one_transaction(demo: DbtProject
             assert fivetran_table(demo.rows(queries[table]), table) == fivetran_table(
                 reference["history"][table], table
             ), f"{table} as of version {version}"
+
+
+def test_a_demo_day_is_one_transaction_of_its_history_tables(demo: DbtProject) -> None:
+    """The generator lands each day's batches as one sync: one id per day, a row per history
+    table, in day order."""
+    batches = demo.rows(
+        "select sync_id, txn_id, source_table, batch_sequence from {schema}.lakehistory_transactions"
+        " where operation = 'batch'"
+    )
+    days: dict[str, set] = {}
+    for b in batches:
+        days.setdefault(b["sync_id"], set()).add((b["txn_id"], b["batch_sequence"]))
+    assert all(len(ids) == 1 for ids in days.values()), days
+    assert len(days) == len({b["batch_sequence"] for b in batches}) and None not in days
+    ordered = sorted(next(iter(ids)) for ids in days.values())
+    assert [day for _, day in ordered] == sorted(day for _, day in ordered), "ids follow the days"
+    assert all(len([b for b in batches if b["sync_id"] == s]) == len(HISTORY) for s in days)
 
 
 def test_discovery_finds_the_last_transaction_that_changed_each_history_table(demo: DbtProject) -> None:

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.history.sql import q
+from lakehistory.history.transactions import syncs_relation
 from lakehistory.inspect.render import table
 from lakehistory.landing.extracts import captured_day, extract_days
 from lakehistory.landing.manifests import applied_batches, landed_ids, read_manifests
@@ -38,8 +39,13 @@ def run(
     tables: Sequence[dict],
     transactions: str,
     version_type: str,
+    visible_sql: str = "",
+    incomplete_syncs_sql: str = "",
 ) -> None:
+    """`visible_sql`, `incomplete_syncs_sql`: the project's SQL for the last visible transaction
+    (the consistent cut) and for the syncs not visible yet."""
     inspector = Inspector(spark, {t["name"]: t for t in tables}, transactions, version_type)
+    inspector.visible_sql, inspector.incomplete_syncs_sql = visible_sql, incomplete_syncs_sql
     if command not in COMMANDS:
         raise InspectError(f"unknown command {command!r}; one of {', '.join(COMMANDS)}")
     print(getattr(inspector, command.replace("-", "_"))(**args))
@@ -51,6 +57,7 @@ class Inspector:
         self.tables = tables
         self.transactions = transactions
         self.version_type = version_type
+        self.visible_sql = self.incomplete_syncs_sql = ""  # the project's, from the macro
 
     # --- status -------------------------------------------------------------------------------
     def status(self) -> str:
@@ -64,7 +71,25 @@ class Inspector:
                 [name, t["kind"], t["source_table"], applied, self._pending(t), last, committed, _age(now, committed)]
             )
         columns = ["table", "kind", "source", "applied", "pending", "last txn", "committed at", "lag"]
-        return table(columns, rows)
+        return table(columns, rows) + self._syncs_status()
+
+    def _syncs_status(self) -> str:
+        """The consistent cut (the last transaction every table shows), and the syncs that are not
+        visible yet: some of their tables have not applied them."""
+        syncs = syncs_relation(self.transactions)
+        if not self.visible_sql or not self.spark.catalog.tableExists(syncs.replace("`", "")):
+            return ""
+        visible = self.spark.sql(f"select {self.visible_sql}").collect()[0][0]
+        # the syncs not complete: a few, unless runs keep failing
+        incomplete = self.spark.sql(f"select * from {self.incomplete_syncs_sql} order by txn_id").collect()
+        lines = f"\n\nvisible to readers of the consistent cut (version_at): transaction {visible}"
+        if not incomplete:
+            return lines + "; every sync is complete"
+        shown = [
+            [r.txn_id, r.sync_id, ", ".join(sorted(r.applied)), ", ".join(sorted(set(r.tables) - set(r.applied)))]
+            for r in incomplete
+        ]
+        return lines + "\nsyncs not visible yet:\n" + table(["txn", "sync", "applied by", "waiting for"], shown)
 
     def _recorded(self) -> dict[str, tuple[int, int, dt.datetime]]:
         if not self.spark.catalog.tableExists(self.transactions.replace("`", "")):
@@ -124,13 +149,18 @@ class Inspector:
         if len(key) != len(t["key"]):
             raise InspectError(f"{table_name} has the key ({', '.join(t['key'])}): give {len(t['key'])} value(s)")
         recorded = "started_at" if self.version_type == "timestamp" else "txn_id"
+        # its own rows: the other tables of a sync share the transaction
+        own = self.spark.table(self.transactions).where(
+            F.lower(F.regexp_replace("history_table", "`", "")) == _plain(t["relation"])
+        )
         frame = self.spark.sql(
             f"""
             select h.*, f.committed_at as recorded_at, e.committed_at as superseded_at
             from {t["versioned"]} as h
-            left join {self.transactions} as f on f.{q(recorded)} = h.valid_from
-            left join {self.transactions} as e on e.{q(recorded)} = h.valid_to
-            """
+            left join {{own}} as f on f.{q(recorded)} = h.valid_from
+            left join {{own}} as e on e.{q(recorded)} = h.valid_to
+            """,
+            own=own,
         )
         types = dict(frame.dtypes)
         for column, value in zip(t["key"], key, strict=True):

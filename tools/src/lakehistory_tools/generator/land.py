@@ -29,7 +29,7 @@ import numpy as np
 
 from lakehistory_tools.generator.batches import BatchStats, to_python
 from lakehistory_tools.generator.domain import OBS_RAW, TABLE_NAMES, get_table
-from lakehistory_tools.generator.simulator import GeneratorConfig, SourceSimulator, batch_id, tables_in_order
+from lakehistory_tools.generator.simulator import GeneratorConfig, SourceSimulator, batch_id, sync_of, tables_in_order
 
 if TYPE_CHECKING:
     from lakehistory.landing.writer import Compression, EarliestForm, FileFormat
@@ -178,6 +178,7 @@ def generate(
     root = pathlib.Path(landing_root)
     root.mkdir(parents=True, exist_ok=True)
 
+    history_tables = [t.name for t in todo if t.name not in extract]
     t_begin = time.perf_counter()
     sim = SourceSimulator(config)
     summary = GenerateSummary(root, config)
@@ -202,6 +203,7 @@ def generate(
                 del cols
             else:
                 batch, stats = sim.batch(tdef.name)
+                batch.sync = sync_of(config, sync, sim.sync_time(sync).date(), history_tables)
                 rng = random.Random(f"{config.seed}:{tdef.name}:{sync}") if shuffle_columns else None
                 write_batch(
                     root, batch, file_format=file_format, compression=compression, earliest_form=earliest_form, rng=rng

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lakehistory.landing.batch import Batch
+from lakehistory.landing.batch import Batch, Sync
 from lakehistory_tools.generator.batches import (
     MS_DAY,
     MS_HOUR,
@@ -55,12 +55,22 @@ class GeneratorConfig:
     author: str = "crmp-loader"
     app_id: str = "pcic.crmp.ingest"
     extract_author: str = "pcic-crmp-dump"  # the `extracted_by` of daily full extracts
+    # Each sync's batches name it (`<sync_prefix>-<day>`): one transaction for its tables. None:
+    # every batch a transaction of its own.
+    sync_prefix: str | None = "crmp"
 
     def __post_init__(self) -> None:
         if self.scale < 1:
             raise ValueError("scale must be at least 1")
         if self.syncs < 1:
             raise ValueError("syncs must be at least 1")
+
+
+def sync_of(config: GeneratorConfig, sync: int, day: dt.date, tables: Sequence[str]) -> Sync | None:
+    """What the batches of sync k say of it: its id (the connector and the day), order and tables."""
+    if config.sync_prefix is None:
+        return None
+    return Sync(f"{config.sync_prefix}-{day:%Y-%m-%d}", sync, tuple(tables))
 
 
 def batch_id(sync: int) -> str:
