@@ -44,7 +44,8 @@ pending as (
         t.`operation`,
         t.`author`,
         t.`app_id`,
-        t.`started_at`
+        t.`started_at`,
+        t.`source_table`
     from {{ lakehistory.transactions_relation() }} as t
     where
         t.`history_table` = {{ lakehistory._text(history) }}

@@ -15,7 +15,9 @@
     uuid, puuid       this state's Naksha uuid and the previous state's (NULL for version 1).
                       Object type 1 (feature), the transaction's date, the project's database id;
                       the object id is txn_id * 2^28 + the state's ordinal within its transaction
-                      (by key), so uuids are unique across all tables of the project
+                      (by key), so uuids are unique across all tables of the project. The tables of
+                      a sync share its transaction: each numbers its states in a slot of its own
+                      (the high bits of the ordinal: its place among the sync's tables)
     txn, txn_id       the transaction's uuid and id
     author, app_id    from the transaction; with no author, an update, delete or purge keeps the
                       previous state's author and a new feature is authored by the app (seed 002)
@@ -123,9 +125,12 @@ numbered as (
         p.`txn_uuid`,
         case when s.`action` = 'CREATE' then coalesce(p.`author`, p.`app_id`) else p.`author` end as `own_author`,
         row_number() over ({{ by_key }}) as `nth`,
-        row_number() over (partition by s.`txn_id` order by {{ lakehistory._columns(keys, 's') }}) as `ordinal`
+        row_number() over (partition by s.`txn_id` order by {{ lakehistory._columns(keys, 's') }}) as `ordinal`,
+        coalesce(array_position(array_sort(y.`tables`), p.`source_table`) - 1, 0) as `slot`,
+        coalesce(cast(ceil(log2(size(y.`tables`))) as int), 0) as `slot_bits`
     from steps as s
     inner join pending as p on s.`txn_id` = p.`txn_id`
+    left join {{ lakehistory.syncs_relation() }} as y on y.`txn_id` = p.`txn_id`
 ),
 
 chained as (
@@ -135,8 +140,10 @@ chained as (
         s.`action`,
         coalesce(r.`version`, 0) + s.`nth` as `version`,
         {{ lakehistory.naksha_uuid(
-            "case when s.`ordinal` < 268435456 and s.`txn_id` < 4294967296 then s.`txn_id` * 268435456 + s.`ordinal`"
-            ~ " else raise_error('feature_states: transaction ' || s.`txn_id` || ' changes 2^28 or more rows, more than a uuid can number') end",
+            "case when s.`ordinal` < shiftleft(1L, 28 - s.`slot_bits`) and s.`txn_id` < 4294967296"
+            ~ " then s.`txn_id` * 268435456 + shiftleft(s.`slot`, 28 - s.`slot_bits`) + s.`ordinal`"
+            ~ " else raise_error('feature_states: transaction ' || s.`txn_id` || ' changes more rows of this table than a"
+            ~ " uuid can number (2^28, shared among the tables of a sync)') end",
             's.`started_at`', 1) }} as `uuid`,
         r.`uuid` as `previous_uuid`,
         case when s.`action` = 'PURGE'

@@ -1,12 +1,13 @@
-{#- The column holds the ids first_id, first_id + 1, ..., n: each once, none missing. -#}
-{% test gap_free_ids(model, column_name, first_id=1) %}
-  {{ return(adapter.dispatch('test_gap_free_ids', 'lakehistory')(model, column_name, first_id)) }}
+{#- The column holds the ids first_id, first_id + 1, ..., n: each once (once per value of the
+    column `per`, when given: a transaction has a row per table), none missing. -#}
+{% test gap_free_ids(model, column_name, first_id=1, per=none) %}
+  {{ return(adapter.dispatch('test_gap_free_ids', 'lakehistory')(model, column_name, first_id, per)) }}
 {% endtest %}
 
-{% macro default__test_gap_free_ids(model, column_name, first_id=1) %}
+{% macro default__test_gap_free_ids(model, column_name, first_id=1, per=none) %}
 {%- set c = adapter.quote(column_name) %}
 with ids as (
-    select {{ c }} as id
+    select {{ c }} as id, {{ adapter.quote(per) if per else 'null' }} as per
     from {{ model }}
 ),
 
@@ -27,10 +28,11 @@ missing as (
 repeated as (
     select
         id,
-        concat({{ lakehistory._text(column_name ~ ' ') }}, coalesce(cast(id as string), 'NULL'), ' appears ', cast(count(*) as string), ' times') as problem
+        concat({{ lakehistory._text(column_name ~ ' ') }}, coalesce(cast(id as string), 'NULL'), ' appears ', cast(count(*) as string), ' times'
+            {%- if per %}, ' for ', {{ lakehistory._text(per ~ ' ') }}, coalesce(cast(per as string), 'NULL'){% endif %}) as problem
     from ids
     where id is not null
-    group by id
+    group by id, per
     having count(*) > 1
 ),
 

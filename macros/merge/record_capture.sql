@@ -4,7 +4,8 @@
   Post-hook of a snapshot of daily extracts (see landing_extract): records the capture of the
   extract as a transaction (operation 'snapshot', batch_id = the extract's day, author = its
   extracted_by), with the rows the snapshot opened (new versions and deletion records) and closed.
-  Capturing the same extract again records nothing.
+  An extract of a sync (a sync file beside it) is captured as part of the sync's transaction: its
+  id, start, author and app. Capturing the same extract again records nothing.
 -#}
 {% macro record_capture(source_table) %}
   {{ return(adapter.dispatch('record_capture', 'lakehistory')(source_table)) }}
@@ -53,6 +54,6 @@
   group by e.author, e.rows_in, e.clock
   {%- endset -%}
   {#- Recorded here, under the writer lock, not by the hook's own statement: see run_transaction. -#}
-  {%- do lakehistory.run_transaction(transactions, [], row, this) -%}
+  {%- do lakehistory.run_transaction(transactions, [], row, this, capture_of=this) -%}
   {{ return('') }}
 {% endmacro %}

@@ -60,12 +60,13 @@
     is the id (the largest so far + 1), `system.session.lakehistory_started_at` its start (now, but
     always after the previous transaction's) and, in `row`, `system.session.lakehistory_delta_version`
     the Delta version of `versioned` after the statements, all in a copy of dbt's Spark session
-    (lakehistory.history.session). Returns the id. -#}
-{% macro run_transaction(transactions, statements, row, versioned) %}
-  {{ return(adapter.dispatch('run_transaction', 'lakehistory')(transactions, statements, row, versioned)) }}
+    (lakehistory.history.session). `capture_of`: the snapshot whose capture this is; when its
+    extract belongs to a sync, the transaction is the sync's. Returns the id. -#}
+{% macro run_transaction(transactions, statements, row, versioned, capture_of=none) %}
+  {{ return(adapter.dispatch('run_transaction', 'lakehistory')(transactions, statements, row, versioned, capture_of)) }}
 {% endmacro %}
 
-{% macro default__run_transaction(transactions, statements, row, versioned) %}
+{% macro default__run_transaction(transactions, statements, row, versioned, capture_of=none) %}
   {#- A stopped run may have left a history table's commit unrecorded: it is recorded first. -#}
   {{ return(adapter.call_python('lakehistory.history.apply:run_transaction', {
       'transactions': transactions | string,
@@ -77,6 +78,7 @@
       'versioned': versioned | string,
       'invocation_id': invocation_id,
       'writer_wait_seconds': var('lakehistory_writer_wait_seconds', 600),
+      'capture_of': (capture_of | string) if capture_of is not none else none,
   })) }}
 {% endmacro %}
 

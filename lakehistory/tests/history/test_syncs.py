@@ -329,5 +329,5 @@ def test_batches_that_say_different_things_of_one_sync_are_refused(
     with pytest.raises(BatchError, match="odd-s1"):
         run(engine, ["odd_a", "odd_b"], "odd-1")
     engine.land("odd_c", [batch("odd_c", 1, Sync("odd-s2", 1, ("odd_b",)), {1: "x"})])
-    with pytest.raises(BatchError, match="not this batch's table"):
+    with pytest.raises(BatchError, match="but not this one"):
         run(engine, ["odd_c"], "odd-2")

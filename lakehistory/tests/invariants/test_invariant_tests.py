@@ -26,6 +26,7 @@ CAUGHT: dict[str, tuple[tuple[str, ...], set]] = {
     "contiguous__versions_bad": (("id",), {(1,), (2,), (3,)}),
     "contiguous__versions_bad__zero_length_allowed": (("id",), {(1,), (3,)}),
     "gap_free_ids__ids_bad": (("id",), {(0,), (3,), (4,)}),
+    "gap_free_ids__ids_per_table_bad": (("id",), {(1,), (3,)}),
     "hx_append_only__hx_bad": (("id", "txn_id"), {(None, 2), (5, 3)}),
     "version_chain__states_bad": (
         ("region", "id", "version"),
@@ -59,6 +60,7 @@ PASSED = {
     "contiguous__versions_good",
     "start_not_after_end__versions_good",
     "gap_free_ids__ids_good",
+    "gap_free_ids__ids_per_table_good",
     "hx_append_only__hx_good",
     "version_chain__states_good",
     "update_pairs__events_good",

@@ -18,9 +18,20 @@ from collections import Counter
 from pathlib import Path
 
 # Columns that hold the wall-clock time of a run (or are made from it), so differ between builds:
-# a transaction's times and uuid, the events' and states' transaction times, and the dbt columns of
-# the one snapshot without an updated_at column (dbt stamps its versions with the run's time).
-WALL_CLOCK = {"txn_uuid", "started_at", "committed_at", "_hist_time", "at", "created_at", "updated_at", "uuid"}
+# a transaction's times and uuid (and a sync's reservation), the events' and states' transaction
+# times, and the dbt columns of the one snapshot without an updated_at column (dbt stamps its
+# versions with the run's time).
+WALL_CLOCK = {
+    "txn_uuid",
+    "started_at",
+    "committed_at",
+    "reserved_at",
+    "_hist_time",
+    "at",
+    "created_at",
+    "updated_at",
+    "uuid",
+}
 SNAPSHOT_CLOCK = {"dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to"}
 WALL_CLOCK_OF = {"platform_variables_snapshot": WALL_CLOCK | SNAPSHOT_CLOCK}
 

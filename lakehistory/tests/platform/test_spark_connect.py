@@ -68,9 +68,12 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], 
         build.kill()  # a test that failed before it waited
 
 
-def as_of(spark, schema: str, version: int) -> list[tuple]:
-    """`meta_station_history` as of a transaction: its Fivetran rows valid then."""
-    table = spark.table(f"`{schema}`.`meta_station_history`")
+HISTORY = ("meta_network_history", "meta_station_history", "obs_raw_history")
+
+
+def as_of(spark, schema: str, version: int, table_name: str = "meta_station_history") -> list[tuple]:
+    """A history table as of a transaction: its Fivetran rows valid then."""
+    table = spark.table(f"`{schema}`.`{table_name}`")
     valid = table.where((table.valid_from <= version) & (table.valid_to > version))
     return sorted((tuple(row.asDict().items()) for row in valid.drop("valid_from", "valid_to").collect()), key=repr)
 
@@ -83,6 +86,8 @@ class Reads:
     as_of_day_one: list[list[tuple]] = field(default_factory=list)  # the same, read during the build
     latest: list[tuple[int, list[tuple]]] = field(default_factory=list)  # (version, rows) as of the newest
     ids: list[list[int]] = field(default_factory=list)  # the transaction ids, read during the build
+    # (the consistent cut, every history table's rows as of it), read during the build
+    cuts: list[tuple[int, dict[str, list[tuple]]]] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +105,10 @@ def cluster_build(
     spark = SparkSession.builder.remote(connect_url).getOrCreate()
 
     def ids() -> list[int]:
-        return [r.txn_id for r in spark.table(f"`{project.schema}`.lakehistory_transactions").collect()]
+        """The transaction ids recorded, each once (a sync has a row per table)."""
+        return sorted({r.txn_id for r in spark.table(f"`{project.schema}`.lakehistory_transactions").collect()})
+
+    cut_sql = "select " + project.compile_inline("{{ lakehistory.version_at_sql() }}").strip()
 
     day_one = max(ids())
     reads = Reads(before=as_of(spark, project.schema, day_one))
@@ -112,6 +120,8 @@ def cluster_build(
             reads.ids.append(sorted(ids()))
             reads.as_of_day_one.append(as_of(spark, project.schema, day_one))
             reads.latest.append((reads.ids[-1][-1], as_of(spark, project.schema, reads.ids[-1][-1])))
+            cut = int(spark.sql(cut_sql).collect()[0][0])
+            reads.cuts.append((cut, {t: as_of(spark, project.schema, cut, t) for t in HISTORY}))
             time.sleep(8)  # an analyst's pace (a read is three queries on the two executors the build uses)
     assert build.returncode == 0, log.read_text()[-5000:]
     return project, reads
@@ -181,9 +191,33 @@ def test_an_analyst_querying_during_a_build_gets_consistent_answers(cluster_buil
         assert rows and set(active.values()) == {1}, f"as of transaction {version}: active rows per station {active}"
 
 
+def test_a_reader_of_the_consistent_cut_during_a_build_never_sees_half_a_sync(
+    cluster_build: tuple[DbtProject, Reads], connect_url: str
+) -> None:
+    """Each day of the demo is one sync of its three history tables, applied by three models one
+    after the other. What a second client read at the consistent cut (`version_at_sql`) while
+    day two was built is, row for row and table by table, what the finished build gives as of
+    that cut: no table ever showed a sync that another had not applied yet."""
+    from pyspark.sql import SparkSession
+
+    project, reads = cluster_build
+    spark = SparkSession.builder.remote(connect_url).getOrCreate()
+    days = project.rows(
+        "select sync_id, count(distinct txn_id) as ids, count(*) as tables from {schema}.lakehistory_transactions"
+        " where operation = 'batch' group by sync_id"
+    )
+    assert sorted((r["ids"], r["tables"]) for r in days) == [(1, len(HISTORY))] * DEMO.syncs, days
+    cuts = sorted({cut for cut, _ in reads.cuts})
+    assert len(cuts) >= 2, f"the cut moved {len(cuts) - 1} time(s) while the client read: {cuts}"
+    for cut, seen in reads.cuts:
+        for table, rows in seen.items():
+            assert rows == as_of(spark, project.schema, cut, table), f"{table} as of the cut {cut}"
+
+
 def test_two_dbt_runs_at_once_take_turns_and_no_transaction_id_repeats(connect_url: str, tmp_path: Path) -> None:
-    """Two processes through one server, each applying a different history table: the writer
-    lock makes one wait for the other, so every transaction id is taken once."""
+    """Two processes through one server, each applying a different history table of one sync:
+    the writer lock makes one wait for the other, so the sync's id is reserved once and both
+    tables record their batches under it."""
     project = DbtProject(copy_project(tmp_path / "project"), unique_schema("two_writers"), target="connect")
     generate(project.landing, GeneratorConfig(scale=2, syncs=1, seed=7), only_sync=1)
     commands = [project.process("run", "--select", model) for model in ("meta_network_history", "meta_station_history")]
@@ -195,7 +229,7 @@ def test_two_dbt_runs_at_once_take_turns_and_no_transaction_id_repeats(connect_u
     said = ["\n".join(line for line in o.splitlines() if not line.lstrip().startswith("at ")) for o in outputs]
     assert [run.returncode for run in runs] == [0, 0], "\n".join(said)
 
-    ids = [r["txn_id"] for r in project.rows("select txn_id from {schema}.lakehistory_transactions order by txn_id")]
-    assert ids == list(range(1, len(ids) + 1)), ids
-    tables = {r["history_table"] for r in project.rows("select history_table from {schema}.lakehistory_transactions")}
-    assert len(tables) == 2, tables
+    # The two tables' batches are one sync: one id, a row for each table, whichever run came first.
+    rows = project.rows("select txn_id, history_table, sync_id from {schema}.lakehistory_transactions")
+    assert sorted(r["txn_id"] for r in rows) == [1, 1], rows
+    assert len({r["history_table"] for r in rows}) == 2 and len({r["sync_id"] for r in rows}) == 1, rows

@@ -78,7 +78,7 @@ def test_version_at_cuts_every_history_table_at_one_transaction(demo: DbtProject
 
 def test_a_demo_day_is_one_transaction_of_its_history_tables(demo: DbtProject) -> None:
     """The generator lands each day's batches as one sync: one id per day, a row per history
-    table, in day order."""
+    table, in day order; the feature states of its tables have uuids no other state has."""
     batches = demo.rows(
         "select sync_id, txn_id, source_table, batch_sequence from {schema}.lakehistory_transactions"
         " where operation = 'batch'"
@@ -91,6 +91,10 @@ def test_a_demo_day_is_one_transaction_of_its_history_tables(demo: DbtProject) -
     ordered = sorted(next(iter(ids)) for ids in days.values())
     assert [day for _, day in ordered] == sorted(day for _, day in ordered), "ids follow the days"
     assert all(len([b for b in batches if b["sync_id"] == s]) == len(HISTORY) for s in days)
+    # The tables' feature states share the day's transaction, each in a uuid slot of its own.
+    states = demo.rows(" union all ".join(f"select uuid, txn_id from {{schema}}.{t}_states" for t in HISTORY))
+    assert len({s["uuid"] for s in states}) == len(states), "a feature state's uuid repeats across tables"
+    assert {s["txn_id"] for s in states} <= {txn for ids in days.values() for txn, _ in ids}
 
 
 def test_discovery_finds_the_last_transaction_that_changed_each_history_table(demo: DbtProject) -> None:

@@ -11,14 +11,17 @@ column, the first group's changes of step 3 are computed before it, while other 
    transaction id can repeat an id a stopped run already committed.
 2. Drop the staged batches that step 1 just recorded (staging left out those recorded before):
    which batches are applied is decided by the history tables' own commits, so a run stopped
-   after its commit never applies a batch twice.
+   after its commit never applies a batch twice. Give each of the rest its transaction: a batch
+   of a sync the id reserved for the sync (syncs.py, reserved here if no other table of it has),
+   a batch of its own the next id.
 3. Apply the rest in groups of consecutive batches (group.py, by the rules of rules.py): one
    query computes the group's changes, one Delta MERGE (or a plain append when no stored row
    closes) writes them, and the commit carries the group's transactions. A batch with a truncate
    or schema change starts a group (its rewrite of the stored rows reaches beyond its keys); a
    batch whose version clashes with a stored row is refused after the batches before it are
    applied; a batch that puts a version below a row still there ends its group.
-4. Record the group's transactions (gap-free ids in batch order, each with its own counts).
+4. Record the group's transactions (gap-free ids in batch order, each with its own counts; a
+   sync's row beside its other tables' rows, under the same id).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from lakehistory.history import ledger, syncs, writer
 from lakehistory.history.group import (
@@ -53,7 +57,8 @@ from lakehistory.history.table import (
     layout_of,
     missing_columns,
 )
-from lakehistory.landing import run_reads
+from lakehistory.history.transactions import COLUMNS
+from lakehistory.landing import extracts, run_reads
 from lakehistory.landing.syncs import SyncOf
 
 __all__ = ["HistoryError", "apply_pending", "record_commit", "recover", "run_transaction"]
@@ -260,13 +265,16 @@ def run_transaction(
     versioned: str,
     invocation_id: str = "",
     writer_wait_seconds: float = 600,
+    capture_of: str | None = None,
 ) -> int:
     """Entry point for `lakehistory.run_transaction` (snapshot captures and cleanups): as the one
     writer, record what any history table committed and the transactions table lacks, take the
     next id, run `statements` and then record the transaction's row (`row`, a query of the
     transactions table's columns, in order). They read the id and its start from the session
     variables TXN_ID and STARTED_AT; `row` also reads DELTA_VERSION, the Delta version of
-    `versioned` after the statements. Returns the id.
+    `versioned` after the statements. Returns the id. `capture_of`: the snapshot whose capture
+    this is; when its extract belongs to a sync, the transaction is the sync's (its id, start,
+    author and app), reserved here if no table of the sync has reserved it yet.
 
     Taking the id and recording it in one call under the lock keeps another writer (another
     process, or a history model in another dbt thread) from taking the same id in between.
@@ -275,8 +283,19 @@ def run_transaction(
     with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
         _, state = _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql, versioned)
         state = state or ledger.recorded(spark, transactions, versioned)
-        txn_id = state.last_id + 1
-        started_at = ledger.transaction_times(state.last_started, 1)[0]
+        sync = extracts.staged_sync(capture_of) if capture_of else None
+        if sync is None:
+            txn_id, started_at = state.last_id + 1, ledger.transaction_times(state.last_started, 1)[0]
+        else:
+            run = run_reads.pending_syncs(invocation_id, transactions)
+            reserved = syncs.reserve(spark, transactions, {**run, sync.id: sync}.values(), state)[0][sync.id]
+            txn_id, started_at = reserved.txn_id, reserved.started_at
+            if txn_id <= state.history_last_id:
+                raise HistoryError(
+                    f"the extract {capture_of} captures belongs to sync {sync.id}, whose transaction {txn_id} is"
+                    f" not after transaction {state.history_last_id}, which {capture_of} already recorded: a table's"
+                    " transactions only go forward. Nothing was captured."
+                )
         _declare(spark, TXN_ID, "bigint", str(txn_id))
         _declare(spark, STARTED_AT, "timestamp", f"timestamp'{started_at}'")
         for statement in statements:
@@ -286,7 +305,11 @@ def run_transaction(
         writer.check_held()
         # materialized first: a capture's row reads the transactions table, which the statement
         # recording it writes
-        ledger.insert_transactions(spark, transactions, spark.sql(row).localCheckpoint(), txn_id)
+        rows = spark.sql(row).toDF(*COLUMNS)
+        if sync is not None:  # the sync's, as every table of it records them
+            shared = {"author": sync.author, "app_id": sync.app_id, "sync_id": sync.id}
+            rows = rows.withColumns({name: F.lit(value).cast("string") for name, value in shared.items()})
+        ledger.insert_transactions(spark, transactions, rows.localCheckpoint(), txn_id)
     return txn_id
 
 

@@ -68,6 +68,10 @@ class Truncate:
     before: dt.datetime
 
 
+# An extract's sync file: `<YYYY-MM-DD>.sync.json` beside `<YYYY-MM-DD>.csv`, written before it.
+EXTRACT_SYNC_SUFFIX = ".sync.json"
+
+
 @dataclass(frozen=True)
 class Sync:
     """The sync a batch belongs to: what a source delivered together, for several tables. Its

@@ -3,7 +3,9 @@
 A table that lands as daily full extracts (`<landing_root>/extracts/<table>/<YYYY-MM-DD>.csv`,
 docs/landing-format.md) is captured by a dbt snapshot, one extract per run, oldest first: a
 snapshot sees one state of the table at a time, so each day's changes keep their own time.
-When every extract is captured, the latest one is read again, which changes nothing.
+When every extract is captured, the latest one is read again, which changes nothing. An extract
+with a sync file beside it (`<YYYY-MM-DD>.sync.json`) belongs to that sync: its capture is
+recorded under the sync's transaction (history/apply.py: `run_transaction`).
 
 The extract is written, typed, to a Delta table beside the snapshot (`<snapshot>__lh_extract`):
 dbt-spark stages a snapshot through a persistent view, which may not read a temporary one. Its
@@ -22,8 +24,14 @@ from pyspark.sql import functions as F
 from lakehistory.history.sql import q
 from lakehistory.names import EXTRACTED_AT, EXTRACTED_BY, ReservedNameError, refuse_reserved
 
+from .batch import EXTRACT_SYNC_SUFFIX
 from .rows import read_csv, typed
-from .spec import first_line
+from .spec import BatchError, first_line
+from .syncs import SyncOf, parse_sidecar
+
+# Per snapshot (its relation, as the macros name it): the sync of the extract it captures in this
+# run, None for an extract of no sync or one captured already.
+_staged_syncs: dict[str, SyncOf | None] = {}
 
 
 class ExtractError(ValueError):
@@ -65,6 +73,26 @@ def captured_day(spark: SparkSession, transactions: str | None, snapshot: str | 
         .collect()[0][0]
     )
     return dt.date.fromisoformat(latest) if latest is not None else None
+
+
+def staged_sync(snapshot: str) -> SyncOf | None:
+    """The sync of the extract `snapshot` captures in this run (stage_next_extract), if any."""
+    return _staged_syncs.get(snapshot)
+
+
+def _sync_of(spark: SparkSession, path: str, table: str) -> SyncOf | None:
+    """The sync an extract belongs to, from the sync file beside it; None when there is none."""
+    sidecar = path[: -len(".csv")] + EXTRACT_SYNC_SUFFIX
+    try:
+        found = spark.read.format("binaryFile").load(sidecar).select("content").collect()
+    except Exception as exc:
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return None
+        raise
+    try:
+        return parse_sidecar(sidecar.rsplit("/", 1)[-1], bytes(found[0].content), table) if found else None
+    except BatchError as exc:
+        raise ExtractError("Extract " + str(exc).removeprefix("Batch ")) from None
 
 
 def read_extract(
@@ -156,6 +184,8 @@ def stage_next_extract(
             f"Extract {table}: the snapshot {snapshot} holds {done}, later than the latest extract {days[-1][0]}"
         )
     pick = todo[0] if todo else (days[-1] if days else None)
+    if snapshot is not None:
+        _staged_syncs[snapshot] = _sync_of(spark, pick[1], table) if todo and pick else None
     if pick is None:
         schema = ", ".join(
             [f"{q(c)} {t}" for c, t in columns] + [f"{EXTRACTED_AT} timestamp", f"{EXTRACTED_BY} string"]

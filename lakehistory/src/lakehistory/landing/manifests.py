@@ -6,11 +6,10 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 from lakehistory.names import RESERVED, STAGING_PREFIX, collisions
 
@@ -23,9 +22,11 @@ from .spec import (
     BatchError,
     TableSpec,
     batch_error,
+    conform,
     is_plain_name,
     spark_type,
 )
+from .syncs import SYNC_SCHEMA, check_sync
 
 MANIFEST_SCHEMA = StructType(
     [
@@ -39,16 +40,7 @@ MANIFEST_SCHEMA = StructType(
         StructField("author", StringType()),
         StructField("app_id", StringType()),
         StructField("commit_message", StringType()),
-        StructField(
-            "sync",
-            StructType(
-                [
-                    StructField("id", StringType()),
-                    StructField("sequence", LongType()),
-                    StructField("tables", ArrayType(StringType())),
-                ]
-            ),
-        ),
+        StructField("sync", SYNC_SCHEMA),
         StructField("deleted_column", StringType()),
         StructField("truncate", StructType([StructField("mode", StringType()), StructField("before", StringType())])),
         StructField(
@@ -162,44 +154,12 @@ def parse_manifest(folder: str, content: bytes) -> dict:
         raise batch_error(
             folder, f"manifest.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
-    manifest = _conform(folder, "manifest.json", body, MANIFEST_SCHEMA)
+    manifest = conform(folder, "manifest.json", body, MANIFEST_SCHEMA)
     version = manifest["format_version"]
     if version != FORMAT_VERSION:
         said = "lacks 'format_version'" if version is None else f"has format_version {version}"
         raise batch_error(folder, f"manifest.json {said}; this version of lakehistory reads format {FORMAT_VERSION}")
     return manifest
-
-
-def _conform(folder: str, where: str, value: Any, kind: DataType, scalar_as_text: bool = False) -> Any:
-    """`value` (parsed JSON) checked against `kind`: an object's absent fields become None;
-    `scalar_as_text` takes a number or boolean for a string, as its JSON text."""
-    if value is None:
-        return None
-
-    def wrong(expected: str) -> BatchError:
-        return batch_error(folder, f"{where} is {json.dumps(value)[:60]}; expected {expected}")
-
-    if isinstance(kind, StructType):
-        if not isinstance(value, dict):
-            raise wrong("an object")
-        # A schema change's default is text, a number or a boolean, as the column's type wants.
-        return {
-            f.name: _conform(folder, f"{where} field {f.name!r}", value.get(f.name), f.dataType, f.name == "default")
-            for f in kind
-        }
-    if isinstance(kind, ArrayType):
-        if not isinstance(value, list):
-            raise wrong("a list")
-        return [_conform(folder, f"{where}[{i}]", v, kind.elementType) for i, v in enumerate(value)]
-    if isinstance(kind, LongType):
-        if type(value) is not int:
-            raise wrong("an integer")
-        return value
-    if scalar_as_text and isinstance(value, int | float | bool):
-        return json.dumps(value)
-    if not isinstance(value, str):
-        raise wrong("a string")
-    return value
 
 
 def _check_manifest(manifest: dict, spec: TableSpec) -> None:
@@ -224,7 +184,7 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
     if manifest["null_string"] == manifest["unmodified_string"]:
         raise batch_error(folder, "null_string and unmodified_string must differ")
     if manifest.get("sync") is not None:
-        _check_sync(folder, manifest["sync"], spec.table)
+        check_sync(folder, "manifest.json", manifest["sync"], spec.table)
     truncate = manifest.get("truncate")
     if truncate and (truncate.get("mode") not in ("hard", "soft") or not truncate.get("before")):
         raise batch_error(folder, f"truncate needs mode 'hard' or 'soft' and a 'before' timestamp, not {truncate}")
@@ -239,18 +199,6 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
             raise batch_error(
                 folder, f"file {entry.get('path')!r} has kind {entry.get('kind')!r}; expected one of {KINDS}"
             )
-
-
-def _check_sync(folder: str, sync: dict, table: str) -> None:
-    if not sync.get("id") or not SAFE_NAME.match(sync["id"]):
-        raise batch_error(folder, "sync needs an 'id' of letters, digits and _ . = -")
-    if sync.get("sequence") is None or sync["sequence"] < 0:
-        raise batch_error(folder, f"sync {sync['id']} needs a 'sequence', a whole number from 0 on")
-    tables = sync.get("tables") or []
-    if not all(is_plain_name(t) for t in tables) or len(set(tables)) < len(tables):
-        raise batch_error(folder, f"sync {sync['id']}: 'tables' must name each landed table once, {tables} does not")
-    if table not in tables:
-        raise batch_error(folder, f"sync {sync['id']} lists tables {tables}, but not this batch's table {table!r}")
 
 
 def _check_schema_change(folder: str, index: int, change: dict, spec: TableSpec) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, LongType, StructField, StructType
 
 from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED, ReservedNameError, refuse_reserved
 
@@ -120,6 +122,38 @@ def is_plain_name(name: object) -> bool:
         and not any(c in name for c in "/\\:")
         and name.isprintable()
     )
+
+
+def conform(folder: str, where: str, value: Any, kind: DataType, scalar_as_text: bool = False) -> Any:
+    """`value` (parsed JSON) checked against `kind`: an object's absent fields become None;
+    `scalar_as_text` takes a number or boolean for a string, as its JSON text."""
+    if value is None:
+        return None
+
+    def wrong(expected: str) -> BatchError:
+        return batch_error(folder, f"{where} is {json.dumps(value)[:60]}; expected {expected}")
+
+    if isinstance(kind, StructType):
+        if not isinstance(value, dict):
+            raise wrong("an object")
+        # A schema change's default is text, a number or a boolean, as the column's type wants.
+        return {
+            f.name: conform(folder, f"{where} field {f.name!r}", value.get(f.name), f.dataType, f.name == "default")
+            for f in kind
+        }
+    if isinstance(kind, ArrayType):
+        if not isinstance(value, list):
+            raise wrong("a list")
+        return [conform(folder, f"{where}[{i}]", v, kind.elementType) for i, v in enumerate(value)]
+    if isinstance(kind, LongType):
+        if type(value) is not int:
+            raise wrong("an integer")
+        return value
+    if scalar_as_text and isinstance(value, int | float | bool):
+        return json.dumps(value)
+    if not isinstance(value, str):
+        raise wrong("a string")
+    return value
 
 
 def batch_error(batch: str, message: str) -> BatchError:

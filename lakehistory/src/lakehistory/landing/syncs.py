@@ -1,13 +1,29 @@
 """Syncs in the landing: a manifest's `sync` says its batch belongs to a sync, the batches (and
-extracts) a source delivered together for several tables, and which tables the sync holds. The
-history merge records a sync's batches as one transaction (history/syncs.py)."""
+extracts) a source delivered together for several tables, and which tables the sync holds; an
+extract's `<day>.sync.json` says the same of the extract. The history merge and the snapshot
+captures record a sync as one transaction (history/syncs.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .spec import BatchError, batch_error
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+from .spec import SAFE_NAME, BatchError, batch_error, conform, is_plain_name
+
+SYNC_SCHEMA = StructType(
+    [
+        StructField("id", StringType()),
+        StructField("sequence", LongType()),
+        StructField("tables", ArrayType(StringType())),
+    ]
+)
+# An extract's sync (`<day>.sync.json`): an extract has no manifest to say who made it.
+SIDECAR_SCHEMA = StructType(
+    [*SYNC_SCHEMA.fields, StructField("author", StringType()), StructField("app_id", StringType())]
+)
 
 
 @dataclass(frozen=True)
@@ -51,3 +67,31 @@ def gather(pending: Mapping[str, Iterable[dict]]) -> tuple[dict[str, SyncOf], di
                 errors.setdefault(table, error)
                 errors.setdefault(first[1], error)
     return {sync_id: found[0] for sync_id, found in syncs.items()}, errors
+
+
+def check_sync(folder: str, where: str, sync: dict, table: str) -> None:
+    """A sync as a manifest (or an extract's sync file, `where`) of `table` gives it."""
+    if not sync.get("id") or not SAFE_NAME.match(sync["id"]):
+        raise batch_error(folder, f"{where}: sync needs an 'id' of letters, digits and _ . = -")
+    if sync.get("sequence") is None or sync["sequence"] < 0:
+        raise batch_error(folder, f"{where}: sync {sync['id']} needs a 'sequence', a whole number from 0 on")
+    tables = sync.get("tables") or []
+    if not all(is_plain_name(t) for t in tables) or len(set(tables)) < len(tables):
+        raise batch_error(
+            folder, f"{where}: sync {sync['id']}'s 'tables' must name each landed table once, not {tables}"
+        )
+    if table not in tables:
+        raise batch_error(folder, f"{where}: sync {sync['id']} lists tables {tables}, but not this one, {table!r}")
+
+
+def parse_sidecar(name: str, content: bytes, table: str) -> SyncOf:
+    """The sync of an extract, from its sync file `name`; a BatchError says what is wrong."""
+    try:
+        body = json.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise batch_error(f"{table}/{name}", f"is not UTF-8 JSON: {exc}") from None
+    sync = conform(f"{table}/{name}", name, body, SIDECAR_SCHEMA)
+    check_sync(f"{table}/{name}", name, sync, table)
+    found = SyncOf.of(sync, sync["author"], sync["app_id"])
+    assert found is not None  # check_sync wants an id
+    return found

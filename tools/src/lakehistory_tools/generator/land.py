@@ -17,6 +17,7 @@ import csv
 import dataclasses
 import datetime as dt
 import io
+import json
 import os
 import pathlib
 import random
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lakehistory.landing.batch import EXTRACT_SYNC_SUFFIX, Sync
 from lakehistory_tools.generator.batches import BatchStats, to_python
 from lakehistory_tools.generator.domain import OBS_RAW, TABLE_NAMES, get_table
 from lakehistory_tools.generator.simulator import GeneratorConfig, SourceSimulator, batch_id, sync_of, tables_in_order
@@ -65,14 +67,22 @@ def write_extract(
     columns: dict[str, np.ndarray],
     *,
     extracted_by: str = GeneratorConfig.extract_author,
+    sync: Sync | None = None,
+    sync_author: tuple[str | None, str | None] = (None, None),
 ) -> pathlib.Path:
     """Write one daily full extract: a header (the table's columns, then `extracted_at` and
     `extracted_by`, the same on every row) and one row per current row, ordered by key. Timestamps
     are ISO 8601 UTC with milliseconds, booleans `true`/`false`, NULL an empty field. Written to a
-    temporary name and renamed, so a reader never sees a partial file. Returns the path."""
+    temporary name and renamed, so a reader never sees a partial file. Returns the path. `sync`:
+    the sync the extract belongs to, with its author and app (`sync_author`), written first
+    beside it as `<day>.sync.json`."""
     tdef = get_table(table)
     path = extract_path(landing_root, table, extracted_at.date())
     path.parent.mkdir(parents=True, exist_ok=True)
+    if sync is not None:
+        said = {"id": sync.id, "sequence": sync.sequence, "tables": list(sync.tables)}
+        said |= dict(zip(("author", "app_id"), sync_author, strict=True))
+        path.with_suffix(EXTRACT_SYNC_SUFFIX).write_text(json.dumps(said, indent=2), encoding="utf-8")
     names = list(tdef.column_names)
     cols = []
     for c in names:
@@ -178,7 +188,6 @@ def generate(
     root = pathlib.Path(landing_root)
     root.mkdir(parents=True, exist_ok=True)
 
-    history_tables = [t.name for t in todo if t.name not in extract]
     t_begin = time.perf_counter()
     sim = SourceSimulator(config)
     summary = GenerateSummary(root, config)
@@ -192,18 +201,27 @@ def generate(
             on_progress(sync, None)
         if only_sync is not None and sync < only_sync:
             continue  # batches and rngs are per sync, so skipping earlier writes changes nothing later
+        day_sync = sync_of(config, sync, sim.sync_time(sync).date(), [t.name for t in todo])
         for tdef in todo:
             t0 = time.perf_counter()
             ts = summary.tables[tdef.name]
             if tdef.name in extract:
                 cols = sim.current_columns(tdef.name)
-                write_extract(root, tdef.name, sim.sync_time(sync), cols, extracted_by=config.extract_author)
+                write_extract(
+                    root,
+                    tdef.name,
+                    sim.sync_time(sync),
+                    cols,
+                    extracted_by=config.extract_author,
+                    sync=day_sync,
+                    sync_author=(config.author, config.app_id),
+                )
                 ts.extract_files += 1
                 ts.extract_rows = len(next(iter(cols.values()))) if cols else 0
                 del cols
             else:
                 batch, stats = sim.batch(tdef.name)
-                batch.sync = sync_of(config, sync, sim.sync_time(sync).date(), history_tables)
+                batch.sync = day_sync
                 rng = random.Random(f"{config.seed}:{tdef.name}:{sync}") if shuffle_columns else None
                 write_batch(
                     root, batch, file_format=file_format, compression=compression, earliest_form=earliest_form, rng=rng
