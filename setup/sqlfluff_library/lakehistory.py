@@ -31,7 +31,7 @@ def current_version(relation) -> str:
     return "(select 0)"
 
 
-def version_at(at) -> int:
+def version_at(at=None) -> int:
     return 0
 
 
@@ -83,5 +83,5 @@ def column_changes(events, from_time=None, to_time=None) -> str:
 
 
 # Invariant tests (tests/generic), called directly by a singular test: the failing rows.
-def test_gap_free_ids(model, column_name, first_id=1) -> str:
+def test_gap_free_ids(model, column_name, first_id=1, per=None) -> str:
     return "select 1 as id, 'problem' as problem"

@@ -8,6 +8,7 @@ session and real Delta tables (engine_case.py); the cut is the macro's SQL, comp
 from __future__ import annotations
 
 import datetime as dt
+import re
 import threading
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from lakehistory.inspect.commands import Inspector
 from lakehistory.landing import run_reads
 from lakehistory.landing.batch import END, START, TMAX, Batch, Column, Sync
 from lakehistory.landing.spec import BatchError
+from lakehistory.landing.syncs import SyncOf, gather, parse_sidecar
 
 COLUMNS = [Column("id", "bigint"), Column("name", "string")]
 DAY = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
@@ -331,3 +333,28 @@ def test_batches_that_say_different_things_of_one_sync_are_refused(
     engine.land("odd_c", [batch("odd_c", 1, Sync("odd-s2", 1, ("odd_b",)), {1: "x"})])
     with pytest.raises(BatchError, match="but not this one"):
         run(engine, ["odd_c"], "odd-2")
+
+
+def test_what_a_landing_says_of_its_syncs() -> None:
+    """No Spark: the syncs of pending manifests, a contradiction refused for both tables it
+    involves, and an extract's sync file read or refused with what is wrong in it."""
+    sync = {"id": "c-1", "sequence": 1, "tables": ["b", "a"]}
+    a = [{"batch_id": "000001", "sync": sync, "author": "x", "app_id": "y"}, {"batch_id": "000002"}]
+    b = [{"batch_id": "000007", "sync": sync, "author": "x", "app_id": "y"}]
+    found, errors = gather({"a": a, "b": b})
+    assert found == {"c-1": SyncOf("c-1", 1, ("a", "b"), "x", "y")} and errors == {}
+    c = [{"batch_id": "000003", "sync": {**sync, "sequence": 2}, "author": "x", "app_id": "y"}]
+    _, errors = gather({"a": a, "c": c})
+    assert set(errors) == {"a", "c"} and "000001" in str(errors["c"]) and "000003" in str(errors["a"])
+
+    good = b'{"id": "c-1", "sequence": 1, "tables": ["a", "m"], "author": "x", "app_id": "y"}'
+    assert parse_sidecar("2024-01-01.sync.json", good, "m") == SyncOf("c-1", 1, ("a", "m"), "x", "y")
+    for content, said in (
+        (b'{"id": "c-1", "sequence": 1, "tables": ["a"]}', "but not this one, 'm'"),
+        (b'{"id": "c-1", "sequence": "1", "tables": ["m"]}', "expected an integer"),
+        (b'{"id": "../x", "sequence": 1, "tables": ["m"]}', "letters, digits"),
+        (b'{"id": "c-1", "sequence": 1, "tables": ["m", "m"]}', "each landed table once"),
+        (b"{", "not UTF-8 JSON"),
+    ):
+        with pytest.raises(BatchError, match=re.escape(said)):
+            parse_sidecar("2024-01-01.sync.json", content, "m")

@@ -51,7 +51,7 @@ STAGING_TYPES = {
     "_lh_author": "string",
     "_lh_app_id": "string",
     "_lh_commit_message": "string",
-    "_lh_sync": "struct<id:string,sequence:bigint,tables:array<string>>",  # on the batch's marker row only
+    "_lh_sync": "struct<id:string,sequence:bigint,tables:array<string>>",  # on a batch's marker and schema rows
     "_lh_truncate_mode": "string",
     "_lh_truncate_before": "timestamp",
     "_lh_change_op": "string",
