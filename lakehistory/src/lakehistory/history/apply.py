@@ -500,7 +500,8 @@ def _transactions_of(
         reserved, state = syncs.reserve(spark, transactions, {**run, **wanted}.values(), state)
     own = [b for b in applicable if b.sync is None]
     times = iter(ledger.transaction_times(state.last_started, len(own)) if own else ())
-    next_id, plan = state.last_id, []
+    next_id = state.last_id
+    plan: list[tuple[int, str, str | None]] = []
     for batch in applicable:
         if batch.sync is None:
             next_id += 1

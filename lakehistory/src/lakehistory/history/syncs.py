@@ -51,16 +51,16 @@ def reserve(
     `state.last_id`, in sync order (sequence, then id), in one commit. Under the writer lock.
     Returns them by sync id, and `state` with the ids and start times taken."""
     table = syncs_relation(transactions)
-    wanted = {sync.id: sync for sync in wanted}
+    by_id = {sync.id: sync for sync in wanted}
     hold = writer.active_hold()
     seen = _seen[table][1] if hold is not None and table in _seen and _seen[table][0] == hold else {}
-    unseen = sorted(set(wanted) - set(seen))
+    unseen = sorted(set(by_id) - set(seen))
     if unseen:
         seen = {**seen, **_read(spark, table, unseen)}
     for sync_id, found in seen.items():
-        if sync_id in wanted and found.sync != wanted[sync_id]:
-            raise HistoryError(_contradiction(wanted[sync_id], found))
-    new = sorted((s for sync_id, s in wanted.items() if sync_id not in seen), key=lambda s: (s.sequence, s.id))
+        if sync_id in by_id and found.sync != by_id[sync_id]:
+            raise HistoryError(_contradiction(by_id[sync_id], found))
+    new = sorted((s for sync_id, s in by_id.items() if sync_id not in seen), key=lambda s: (s.sequence, s.id))
     if new:
         times = ledger.transaction_times(state.last_started, len(new))
         made = {s.id: Reserved(state.last_id + i, times[i - 1], s) for i, s in enumerate(new, start=1)}
@@ -71,7 +71,7 @@ def reserve(
         ledger.note_reserved(transactions, state.last_id, last_started)
     if hold is not None:
         _seen[table] = (hold, seen)
-    return {sync_id: seen[sync_id] for sync_id in wanted}, state
+    return {sync_id: seen[sync_id] for sync_id in by_id}, state
 
 
 def _read(spark: SparkSession, table: str, sync_ids: list[str]) -> dict[str, Reserved]:
