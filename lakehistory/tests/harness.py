@@ -148,12 +148,13 @@ def stored_tables(spark: Any, schema: str) -> list[str]:
     return [r.tableName for r in spark.sql(f"show tables in `{schema}`").collect() if r.tableName not in views]
 
 
-def transaction_rows(*ids: int, history: str = "fenced") -> str:
+def transaction_rows(*ids: int, history: str = "fenced", sync: str | None = None) -> str:
     """A SELECT of transactions-table rows (its columns, in order) with the ids `ids`, as a writer
-    records them (ledger.insert_transactions)."""
+    records them (ledger.insert_transactions); `sync`: the sync they belong to."""
+    sync_id = "null" if sync is None else f"'{sync}'"
     return " union all ".join(
         f"select {int(i)}, 'uuid', 'batch', null, '{history}', null, null, null, null, null,"
-        " current_timestamp(), current_timestamp(), 0, 0, 0, 0, 0, 0"
+        f" current_timestamp(), current_timestamp(), 0, 0, 0, 0, 0, 0, {sync_id}"
         for i in ids
     )
 

@@ -459,12 +459,21 @@ def test_generate_lands_batches_and_daily_extracts(tmp_path):
         folders = sorted(p.name for p in (root / t).iterdir())
         assert folders == ["000001", "000002", "000003"]
         m = json.loads((root / t / "000002" / "manifest.json").read_text())
-        assert m["sequence"] == 2 and m["table"] == t
+        assert m["sequence"] == 2 and m["table"] == t and m["sync"]["id"] == "crmp-2024-01-02"
         assert all(f["path"].endswith(".parquet") and f["kind"] != "earliest" for f in m["files"])
     for t in ("meta_history", "meta_vars"):
         assert not (root / t).exists()
-        files = sorted((root / "extracts" / t).iterdir())
+        files = sorted(p for p in (root / "extracts" / t).iterdir() if p.suffix == ".csv")
         assert [f.name for f in files] == ["2024-01-01.csv", "2024-01-02.csv", "2024-01-03.csv"]
+        # each day's extract belongs to the day's sync, with every table of the demo
+        said = json.loads((root / "extracts" / t / "2024-01-03.sync.json").read_text())
+        assert said == {
+            "id": "crmp-2024-01-03",
+            "sequence": 3,
+            "tables": ["meta_network", "meta_station", "meta_history", "meta_vars", "obs_raw"],
+            "author": "crmp-loader",
+            "app_id": "pcic.crmp.ingest",
+        }
         with files[-1].open(newline="") as fh:
             rows = list(csv.DictReader(fh))
         assert list(rows[0]) == list(get_table(t).column_names) + ["extracted_at", "extracted_by"]
@@ -560,7 +569,9 @@ def test_cli_lands_one_sync_and_reports_the_landed_syncs(tmp_path, capsys):
     assert sorted(p.name for p in (root / "meta_network").iterdir()) == ["000001", "000002"]
     assert sorted(p.name for p in (root / "extracts" / "meta_station").iterdir()) == [
         "2024-01-01.csv",
+        "2024-01-01.sync.json",
         "2024-01-02.csv",
+        "2024-01-02.sync.json",
     ]
     assert main(["landed", *common]) == 0
     assert capsys.readouterr().out == "2\n"

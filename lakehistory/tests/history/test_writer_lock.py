@@ -137,7 +137,7 @@ def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in
     def row(txn_id: str, operation: str, started_at: str, delta_version: str) -> str:
         return (
             f"select {txn_id}, 'uuid', '{operation}', null, 'threads_changed', null, null, null, null, null,"
-            f" {started_at}, current_timestamp(), 0, 0, 0, 0, 0, {delta_version}"
+            f" {started_at}, current_timestamp(), 0, 0, 0, 0, 0, {delta_version}, null"
         )
 
     record = row(TXN_ID, "cleanup", STARTED_AT, DELTA_VERSION)
@@ -229,6 +229,16 @@ def test_recording_an_id_another_writer_took_fails_and_records_nothing(project: 
     with pytest.raises(ledger.TransactionTakenError, match="no longer held the writer lock"):
         ledger.insert_transactions(spark, transactions, spark.sql(transaction_rows(2, 1)), 1)
     assert [r["txn_id"] for r in project.rows(f"select txn_id from {transactions}")] == [1]
+    # A sync's tables share its id; another table of another sync (or of none) may not.
+    ledger.insert_transactions(spark, transactions, spark.sql(transaction_rows(2, history="a", sync="s")), 2)
+    ledger.insert_transactions(spark, transactions, spark.sql(transaction_rows(2, history="b", sync="s")), 2)
+    for history, sync in (("c", "other"), ("d", None), ("a", "s")):
+        with pytest.raises(ledger.TransactionTakenError):
+            ledger.insert_transactions(
+                spark, transactions, spark.sql(transaction_rows(2, history=history, sync=sync)), 2
+            )
+    recorded = project.rows(f"select txn_id, history_table from {transactions} order by txn_id, history_table")
+    assert [(r["txn_id"], r["history_table"]) for r in recorded] == [(1, "fenced"), (2, "a"), (2, "b")]
 
 
 def test_a_run_paused_past_its_lease_stops_before_its_commit(

@@ -50,7 +50,12 @@ def comparable(spark, schema: str, table: str) -> Counter:
     frame = frame.select(*sorted(c for c in frame.columns if c not in WALL_CLOCK_OF.get(table, WALL_CLOCK)))
     if "history_table" in frame.columns:
         frame = frame.withColumn("history_table", F.replace("history_table", F.lit(f"{schema}."), F.lit("")))
-    return Counter(tuple(row) for row in frame.collect())
+    return Counter(tuple(_hashable(value) for value in row) for row in frame.collect())
+
+
+def _hashable(value):
+    """An array column's value (a list, e.g. the tables a sync holds) as a tuple, to count rows by."""
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
 def main(project: str, profiles: str, scale: str, syncs: str, seed: str, extracts: str, out: str) -> None:

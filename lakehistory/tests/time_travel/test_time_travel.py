@@ -468,8 +468,10 @@ def test_the_transactions_table_is_checked_once_per_dbt_invocation(
     spark.sql(f"create schema if not exists `{dbt_project.schema}`")
     checks: list[str] = []
     create = transactions.create_if_missing
-    monkeypatch.setattr(transactions, "create_if_missing", lambda *args: checks.append("check") or create(*args))
+    monkeypatch.setattr(
+        transactions, "create_if_missing", lambda spark, made, sql: checks.append(made) or create(spark, made, sql)
+    )
     for invocation in ("first", "first", "first", "second"):
         transactions.ensure_transactions_table(spark, relation, invocation)
-    assert checks == ["check", "check"]
+    assert checks == [relation, transactions.syncs_relation(relation)] * 2
     assert spark.table(relation).columns == list(transactions.COLUMNS)

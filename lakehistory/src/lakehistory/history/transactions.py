@@ -114,17 +114,16 @@ def ensure_transactions_table(spark: SparkSession, relation: str, invocation_id:
     create_if_missing(spark, relation, create_sql(relation))
     create_if_missing(spark, syncs_relation(relation), create_sql(syncs_relation(relation), SYNCS_LAYOUT))
     stored = set(spark.table(relation).columns)
-    optional = [f for f in LAYOUT if not f.required and f.name not in stored]
-    if optional:  # nothing in the rows already there says otherwise: NULL is what they had
-        added = ", ".join(f.sql() for f in optional)
-        spark.sql(f"alter table {relation} add columns ({added})")
-    missing = [name for name in COLUMNS if name not in stored and name not in {f.name for f in optional}]
+    missing = [f.name for f in LAYOUT if f.required and f.name not in stored]
     if missing:
         raise TransactionsLayoutError(
             f"{relation} was made by an earlier version of lakehistory (it lacks {', '.join(missing)})."
             " Rebuild from the landed batches: drop it and the history tables (for the demo: make clean),"
             " then run dbt build."
         )
+    optional = [f for f in LAYOUT if not f.required and f.name not in stored]
+    if optional:  # nothing in the rows already there says otherwise: NULL is what they had
+        spark.sql(f"alter table {relation} add columns ({', '.join(f.sql() for f in optional)})")
     if invocation_id:
         _ensured.add((invocation_id, relation))
 

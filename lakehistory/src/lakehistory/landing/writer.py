@@ -179,6 +179,12 @@ def _manifest(batch: Batch, files: list[dict[str, str]]) -> dict[str, Any]:
         if batch.truncate.mode not in ("hard", "soft"):
             raise ValueError(f"unknown truncate mode {batch.truncate.mode!r}")
         truncate = {"mode": batch.truncate.mode, "before": format_timestamp(batch.truncate.before)}
+    # A batch of no sync says nothing of one: its manifest is as it was before syncs.
+    sync = (
+        {}
+        if batch.sync is None
+        else {"sync": {"id": batch.sync.id, "sequence": batch.sync.sequence, "tables": list(batch.sync.tables)}}
+    )
     return {
         "format_version": FORMAT_VERSION,
         "table": batch.table,
@@ -190,9 +196,7 @@ def _manifest(batch: Batch, files: list[dict[str, str]]) -> dict[str, Any]:
         "author": batch.author,
         "app_id": batch.app_id,
         "commit_message": batch.commit_message,
-        "sync": None
-        if batch.sync is None
-        else {"id": batch.sync.id, "sequence": batch.sync.sequence, "tables": list(batch.sync.tables)},
+        **sync,
         "deleted_column": batch.deleted_column,
         "truncate": truncate,
         "schema_changes": changes,
