@@ -1,6 +1,7 @@
 """The history merge called as the strategy macro calls it (staging, then the engine) on dbt's
 Spark session and real Delta tables, without a dbt invocation per step: for tests that apply
-many streams (tests/history/test_catch_up.py, test_stops.py)."""
+many streams (tests/history/test_catch_up.py, test_stops.py), and reverts as their run-operations
+call them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from history_case import normalize
 
 from harness import DbtProject, copy_project, unique_schema
+from lakehistory.history import revert
 from lakehistory.history.apply import apply_pending
 from lakehistory.landing.batch import Batch, Column
 from lakehistory.landing.staging import register_pending_batches
@@ -19,6 +21,7 @@ from oracle.streams import deleted_column_of
 from oracle.transaction_time import ordered
 
 OPEN = 9223372036854775807
+VERSIONING = {"version_type": "integer", "open_end": "max", "append_only": False}
 
 
 @dataclasses.dataclass
@@ -89,13 +92,38 @@ class Engine:
             transactions=self.transactions,
             keys=key,
             deleted_column=deleted_column_of(columns),
-            versioning={"version_type": "integer", "open_end": "max", "append_only": False},
+            versioning=VERSIONING,
             uuid_sql=self.uuid_sql,
             exists=spark.catalog.tableExists(f"{self.project.schema}.{table}"),
             writer_lock=self.writer_lock,
             history_tables=[self.target(t) for t in history_tables],
             invocation_id=invocation_id,
             max_batches_per_commit=per_commit,
+        )
+
+    def revert(
+        self,
+        tables: Sequence[str],
+        key: Sequence[str],
+        to_txn: int | None = None,
+        undo_txn: int | None = None,
+        named: bool = True,
+        invocation_id: str = "",
+    ) -> dict:
+        """Revert or undo the tables, as lakehistory.revert and lakehistory.undo do (`named`
+        false: an undo that names no model, given every history table)."""
+        return revert.revert(
+            self.project.spark,
+            tables=[{"model": t, "target": self.target(t), "keys": list(key)} for t in tables],
+            transactions=self.transactions,
+            versioning=VERSIONING,
+            uuid_sql=self.uuid_sql,
+            writer_lock=self.writer_lock,
+            history_tables=[self.target(t) for t in tables],
+            invocation_id=invocation_id,
+            to_txn=to_txn,
+            undo_txn=undo_txn,
+            named=named,
         )
 
     def target(self, table: str) -> str:

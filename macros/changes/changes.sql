@@ -45,7 +45,8 @@ pending as (
         t.`author`,
         t.`app_id`,
         t.`started_at`,
-        t.`source_table`
+        t.`source_table`,
+        t.`history_table`
     from {{ lakehistory.transactions_relation() }} as t
     where
         t.`history_table` = {{ lakehistory._text(history) }}

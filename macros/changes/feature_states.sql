@@ -126,7 +126,9 @@ numbered as (
         case when s.`action` = 'CREATE' then coalesce(p.`author`, p.`app_id`) else p.`author` end as `own_author`,
         row_number() over ({{ by_key }}) as `nth`,
         row_number() over (partition by s.`txn_id` order by {{ lakehistory._columns(keys, 's') }}) as `ordinal`,
-        coalesce(array_position(array_sort(y.`tables`), p.`source_table`) - 1, 0) as `slot`,
+        {#- a sync's tables are landed tables; a revert's history tables -#}
+        coalesce(greatest(array_position(array_sort(y.`tables`), p.`source_table`),
+            array_position(array_sort(y.`tables`), p.`history_table`)) - 1, 0) as `slot`,
         coalesce(cast(ceil(log2(size(y.`tables`))) as int), 0) as `slot_bits`
     from steps as s
     inner join pending as p on s.`txn_id` = p.`txn_id`

@@ -166,17 +166,21 @@
 
 
 {#- The syncs not visible at `at` (none: now), as a subquery: `txn_id`, `sync_id`, `tables` (those
-    it holds) and `applied` (those that had recorded it by then). -#}
+    it holds) and `applied` (those that had recorded it by then). A sync's tables are landed
+    tables; a revert's or undo's (lakehistory.revert), which is reserved as a sync is, history
+    tables. -#}
 {% macro incomplete_syncs_sql(at=none) %}
   {{ return(adapter.dispatch('incomplete_syncs_sql', 'lakehistory')(at)) }}
 {% endmacro %}
 
 {% macro default__incomplete_syncs_sql(at=none) %}
   {%- set known = 'true' if at is none else '`committed_at` <= (' ~ at ~ ')' -%}
-  {{- return("(select s.`txn_id`, s.`sync_id`, s.`tables`, coalesce(d.`applied`, array()) as `applied` from "
-      ~ lakehistory.syncs_relation() ~ " as s left join (select `txn_id`, collect_set(`source_table`) as `applied` from "
+  {%- set applied = "array_intersect(s.`tables`, coalesce(d.`recorded`, array()))" -%}
+  {{- return("(select s.`txn_id`, s.`sync_id`, s.`tables`, " ~ applied ~ " as `applied` from "
+      ~ lakehistory.syncs_relation() ~ " as s left join (select `txn_id`,"
+      ~ " array_union(collect_set(`source_table`), collect_set(`history_table`)) as `recorded` from "
       ~ lakehistory.transactions_relation() ~ " where " ~ known ~ " group by `txn_id`) as d on d.`txn_id` = s.`txn_id`"
-      ~ " where size(array_except(s.`tables`, coalesce(d.`applied`, array()))) > 0)") -}}
+      ~ " where size(array_except(s.`tables`, " ~ applied ~ ")) > 0)") -}}
 {% endmacro %}
 
 

@@ -1,62 +1,91 @@
 {#-
-  Revert and undo, as run-operations: history tables back to an earlier state, as new
-  transactions (operation = 'revert'). Nothing is removed: the revert closes the current rows the
-  earlier state lacks and opens copies of the rows it had, so every state before the revert stays
-  readable with `as_of`, and the event history, feature states and `_hx` tables record the revert
-  as a change like any other on their next build.
+  Revert and undo, as run-operations: history tables back to an earlier state, as one new
+  transaction (operation = 'revert') for every table that changes, as a sync's tables share one.
+  Nothing is removed: the revert closes the current rows the earlier state lacks and opens copies
+  of the rows it had, so every state before the revert stays readable with `as_of`, and the event
+  history, feature states and `_hx` tables record the revert as a change like any other on their
+  next build.
 
       dbt run-operation lakehistory.revert --args '{models: [meta_station_history, meta_network_history], to_version: 12}'
+      dbt run-operation lakehistory.undo --args '{txn_id: 15}'
       dbt run-operation lakehistory.undo --args '{model: meta_station_history, txn_id: 15}'
 
-  revert: each table as of transaction `to_version` (one transaction per table that changes).
-  undo:   the keys transaction `txn_id` changed, as they were before it; refused, naming the later
-          transactions, when one of them changed such a key since.
+  revert: the models as of transaction `to_version`.
+  undo:   the keys transaction `txn_id` changed, as they were before it, in every history table it
+          changed (a sync's: all its tables), or in `model` alone; refused, naming the later
+          transactions, when one of them changed such a key since. A snapshot's capture in the
+          transaction is left as it is (and named).
   The undone batch stays applied (its id is on record): land a corrected batch under a new id.
+  Stopped before every table recorded it (the transaction is then not visible to readers of the
+  consistent cut, and its tables take no other transaction), it is completed by running the same
+  command again.
 -#}
 {% macro revert(models, to_version, author=none) %}
   {{ return(adapter.dispatch('revert', 'lakehistory')(models, to_version, author)) }}
 {% endmacro %}
 
 {% macro default__revert(models, to_version, author=none) %}
-  {%- set done = [] -%}
+  {%- set tables = [] -%}
   {%- for model in lakehistory._as_list(models) -%}
-    {%- set outcome = lakehistory._revert_call(model, {'to_txn': to_version | int, 'author': author}) -%}
-    {%- do done.append(outcome['transaction']) -%}
-    {%- if outcome['transaction'] is none -%}
-      {{ log("revert: " ~ model ~ " is as it was after transaction " ~ to_version ~ "; nothing to do", info=true) }}
-    {%- else -%}
-      {{ log("revert: " ~ model ~ " as of transaction " ~ to_version ~ " (transaction " ~ outcome['transaction'] ~ ": "
-          ~ outcome['versions_closed'] ~ " version(s) closed, " ~ outcome['versions_opened'] ~ " reopened)", info=true) }}
-    {%- endif -%}
+    {%- do tables.append(lakehistory._revert_table(model)) -%}
   {%- endfor -%}
-  {{ return(done) }}
-{% endmacro %}
-
-{% macro undo(model, txn_id, author=none) %}
-  {{ return(adapter.dispatch('undo', 'lakehistory')(model, txn_id, author)) }}
-{% endmacro %}
-
-{% macro default__undo(model, txn_id, author=none) %}
-  {%- set outcome = lakehistory._revert_call(model, {'undo_txn': txn_id | int, 'author': author}) -%}
-  {%- if outcome['transaction'] is none -%}
-    {{ log("undo: transaction " ~ txn_id ~ " left " ~ model ~ " as it was; nothing to do", info=true) }}
-  {%- else -%}
-    {{ log("undo: transaction " ~ txn_id ~ " of " ~ model ~ " undone (transaction " ~ outcome['transaction'] ~ ": "
-        ~ outcome['versions_closed'] ~ " version(s) closed, " ~ outcome['versions_opened'] ~ " reopened)", info=true) }}
-  {%- endif -%}
+  {%- set outcome = lakehistory._revert_call(tables, true, {'to_txn': to_version | int, 'author': author}) -%}
+  {%- do lakehistory._revert_log('revert to transaction ' ~ to_version, outcome) -%}
   {{ return(outcome['transaction']) }}
 {% endmacro %}
 
-{% macro _revert_call(model, what) %}
+{% macro undo(model=none, txn_id=none, author=none) %}
+  {{ return(adapter.dispatch('undo', 'lakehistory')(model, txn_id, author)) }}
+{% endmacro %}
+
+{% macro default__undo(model=none, txn_id=none, author=none) %}
+  {%- if txn_id is none -%}
+    {{ exceptions.raise_compiler_error("undo: txn_id is required: the transaction to undo") }}
+  {%- endif -%}
+  {%- if model is none -%}
+    {%- set tables = [] -%}
+    {%- for node in lakehistory.history_nodes() -%}
+      {%- do tables.append(lakehistory._revert_table(node.name)) -%}
+    {%- endfor -%}
+  {%- else -%}
+    {%- set tables = [lakehistory._revert_table(model)] -%}
+  {%- endif -%}
+  {%- set outcome = lakehistory._revert_call(tables, model is not none, {'undo_txn': txn_id | int, 'author': author}) -%}
+  {%- do lakehistory._revert_log('undo of transaction ' ~ txn_id, outcome) -%}
+  {{ return(outcome['transaction']) }}
+{% endmacro %}
+
+{% macro _revert_log(what, outcome) %}
+  {%- if outcome['transaction'] is none -%}
+    {{ log(what ~ ": the tables already are as asked; nothing to do", info=true) }}
+  {%- elif outcome['already_done'] -%}
+    {{ log(what ~ ": done already, as transaction " ~ outcome['transaction'], info=true) }}
+  {%- else -%}
+    {%- for model, counts in outcome['tables'].items() -%}
+      {{ log(what ~ ": " ~ model ~ " in transaction " ~ outcome['transaction'] ~ " ("
+          ~ counts['versions_closed'] ~ " version(s) closed, " ~ counts['versions_opened'] ~ " reopened)", info=true) }}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- for table in outcome['left_as_they_are'] -%}
+    {{ log(what ~ ": " ~ table ~ " is not a history table of this project; left as it is", info=true) }}
+  {%- endfor -%}
+{% endmacro %}
+
+{#- A history model as the engine takes it: its name, relation and key. -#}
+{% macro _revert_table(model) %}
   {%- set node = lakehistory.history_nodes() | selectattr('name', 'equalto', model) | first -%}
   {%- if node is not defined or node is none -%}
     {{ exceptions.raise_compiler_error("revert: " ~ model ~ " is not a history table of this project (incremental_strategy='fivetran_history')") }}
   {%- endif -%}
   {%- set target = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) -%}
+  {{ return({'model': model, 'target': target | string, 'keys': lakehistory._as_list(node.config.get('unique_key'))}) }}
+{% endmacro %}
+
+{% macro _revert_call(tables, named, what) %}
   {%- set arguments = {
-      'target': target | string,
+      'tables': tables,
+      'named': named,
       'transactions': lakehistory.ensure_transactions_table() | string,
-      'keys': lakehistory._as_list(node.config.get('unique_key')),
       'versioning': {
           'version_type': lakehistory.version_type(),
           'open_end': lakehistory.open_end(),

@@ -7,24 +7,30 @@ session and real Delta tables (engine_case.py); the cut is the macro's SQL, comp
 
 from __future__ import annotations
 
-import datetime as dt
 import re
-import threading
 from pathlib import Path
 
 import pytest
 from engine_case import Engine
+from sync_case import (
+    COLUMNS,
+    batch,
+    compile_cut,
+    ids_by_sync,
+    land_alone,
+    land_syncs,
+    new_process,
+    physical_by_day,
+    run,
+    visible,
+)
 
-from lakehistory.history import apply, ledger, syncs, writer
+from lakehistory.history import apply
 from lakehistory.history.apply import HistoryError
 from lakehistory.inspect.commands import Inspector
-from lakehistory.landing import run_reads
-from lakehistory.landing.batch import END, START, TMAX, Batch, Column, Sync
+from lakehistory.landing.batch import Sync
 from lakehistory.landing.spec import BatchError
 from lakehistory.landing.syncs import SyncOf, gather, parse_sidecar
-
-COLUMNS = [Column("id", "bigint"), Column("name", "string")]
-DAY = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 
 
 @pytest.fixture(scope="module")
@@ -34,109 +40,12 @@ def engine(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Engine:
 
 @pytest.fixture(scope="module")
 def cut_sql(engine: Engine) -> tuple[str, str]:
-    """The macros' SQL for the last visible transaction id at instant `__AT__`, and for the syncs
-    not visible now."""
-    compiled = engine.project.compile_inline(
-        "{{ lakehistory.visible_txn_sql('__AT__') }}\n;;\n{{ lakehistory.incomplete_syncs_sql() }}"
-    )
-    visible, incomplete = compiled.split(";;")
-    return visible.strip(), incomplete.strip()
+    return compile_cut(engine)
 
 
 @pytest.fixture(scope="module")
 def visible_sql(cut_sql: tuple[str, str]) -> str:
     return cut_sql[0]
-
-
-def visible(engine: Engine, visible_sql: str, at: str = "current_timestamp()") -> int:
-    return int(engine.project.spark.sql("select " + visible_sql.replace("__AT__", at)).collect()[0][0])
-
-
-def batch(table: str, sequence: int, sync: Sync | None, names: dict[int, str]) -> Batch:
-    """Batch `sequence` of `table`: key k now holds names[k] (a new version of it from that day)."""
-    start = DAY + dt.timedelta(days=sequence)
-    rows = [
-        {"id": k, "name": v, START: start, END: TMAX, "_fivetran_active": True, "_fivetran_synced": start}
-        for k, v in names.items()
-    ]
-    earliest = [{"id": k, START: start} for k in names]
-    return Batch(table, f"{sequence:06d}", sequence, ["id"], COLUMNS, replace=rows, earliest=earliest, sync=sync)
-
-
-def land_syncs(engine: Engine, prefix: str, plan: dict[int, list[str]]) -> list[str]:
-    """Land sync n (sequence n, id `<prefix>-s<n>`) with one batch of sequence n for each of its
-    tables; returns the tables, `<prefix>_<name>`. Batch n of a table gives key n % 3 + 1 the
-    name `v<n>`."""
-    tables = sorted({f"{prefix}_{t}" for names in plan.values() for t in names})
-    for n, names in sorted(plan.items()):
-        held = tuple(f"{prefix}_{t}" for t in names)
-        sync = Sync(f"{prefix}-s{n}", n, held)
-        for table in held:
-            engine.land(table, [batch(table, n, sync, {n % 3 + 1: f"v{n}"})])
-    return tables
-
-
-def land_alone(engine: Engine, table: str, plan: dict[int, list[str]], name: str) -> None:
-    """The same batches of `name` as land_syncs lands, without a sync, under `table`."""
-    for n, names in sorted(plan.items()):
-        if name.split("_", 1)[1] in names:
-            engine.land(table, [batch(table, n, None, {n % 3 + 1: f"v{n}"})])
-
-
-def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What a new dbt process starts with: nothing this one read or held."""
-    writer.let_go_all()
-    for module, name in (
-        (apply, "_recovered_invocations"),
-        (writer, "unrecorded"),
-        (run_reads, "_runs"),
-        (run_reads, "_syncs"),
-        (syncs, "_seen"),
-        (ledger, "_known"),
-    ):
-        monkeypatch.setattr(module, name, type(getattr(module, name))())
-
-
-def run(engine: Engine, tables: list[str], invocation: str, threads: bool = False) -> None:
-    """One dbt invocation of the tables' models: staged (the first staging reads them all), then
-    applied in `tables` order, or each in its own thread as dbt's threads would."""
-    for i, table in enumerate(tables):
-        engine.stage(table, COLUMNS, ["id"], invocation, run_tables=tables if i == 0 else ())
-    history = [*tables]
-
-    def one(table: str) -> None:
-        engine.apply_staged(table, COLUMNS, ["id"], invocation_id=invocation, history_tables=history)
-
-    if not threads:
-        for table in tables:
-            one(table)
-        return
-    errors: list[BaseException] = []
-
-    def guarded(table: str) -> None:
-        try:
-            one(table)
-        except BaseException as exc:  # reported below, on the test's thread
-            errors.append(exc)
-
-    workers = [threading.Thread(target=guarded, args=(t,)) for t in tables]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
-
-
-def ids_by_sync(engine: Engine, prefix: str) -> dict[str, list[tuple[int, str]]]:
-    """Per sync, its rows of the transactions table: (id, table)."""
-    found: dict[str, list[tuple[int, str]]] = {}
-    for r in engine.project.rows(
-        f"select sync_id, txn_id, source_table from {engine.transactions}"
-        f" where sync_id like '{prefix}-%' order by txn_id, source_table"
-    ):
-        found.setdefault(r["sync_id"], []).append((r["txn_id"], r["source_table"]))
-    return found
 
 
 PLAN = {1: ["a", "b"], 2: ["a"], 3: ["a", "b"], 4: ["b"]}
@@ -170,26 +79,6 @@ def test_a_sync_applied_by_parallel_nodes_is_one_transaction_and_the_tables_equa
         land_alone(engine, f"{name}_alone", PLAN, name)
         engine.apply(f"{name}_alone", COLUMNS, ["id"])
         assert physical_by_day(engine, name) == physical_by_day(engine, f"{name}_alone"), name
-
-
-def physical_by_day(engine: Engine, table: str) -> list[tuple]:
-    """The table's rows, each with the transactions' batch sequences for valid_from and valid_to
-    (the day of the sync in these landings), sorted."""
-    day = {
-        (r["txn_id"], r["source_table"]): r["batch_sequence"]
-        for r in engine.project.rows(f"select txn_id, source_table, batch_sequence from {engine.transactions}")
-    }
-    rows = engine.project.rows(f"select * from `{engine.project.schema}`.`{table}`")
-    return sorted(
-        (
-            r["id"],
-            r["name"],
-            r["_fivetran_start"],
-            day[(r["valid_from"], table)],
-            day.get((r["valid_to"], table)),
-        )
-        for r in rows
-    )
 
 
 def test_ids_follow_the_syncs_order_whichever_table_applies_first(

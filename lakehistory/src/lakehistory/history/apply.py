@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -61,7 +61,7 @@ from lakehistory.history.transactions import COLUMNS
 from lakehistory.landing import extracts, run_reads
 from lakehistory.landing.syncs import SyncOf
 
-__all__ = ["HistoryError", "apply_pending", "record_commit", "recover", "run_transaction"]
+__all__ = ["HistoryError", "apply_pending", "record_commits", "recover", "run_transaction"]
 
 # Which dbt invocations have read the transactions table afresh (it may have been changed by
 # hand between two invocations of one process).
@@ -283,6 +283,7 @@ def run_transaction(
     with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
         _, state = _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql, versioned)
         state = state or ledger.recorded(spark, transactions, versioned)
+        _refuse_during_stopped_revert(spark, transactions, versioned, state)
         sync = extracts.staged_sync(capture_of) if capture_of else None
         if sync is None:
             txn_id, started_at = state.last_id + 1, ledger.transaction_times(state.last_started, 1)[0]
@@ -313,22 +314,21 @@ def run_transaction(
     return txn_id
 
 
-def record_commit(
+def record_commits(
     spark: SparkSession,
     transactions: str,
-    target: str,
-    commit: ledger.Commit,
+    commits: Sequence[tuple[str, ledger.Commit]],
     uuid_sql: str,
     stop: Callable[[str], None],
 ) -> None:
-    """Record the transactions `commit` (of `target`) carries, after the named point "committed"
-    (`stop`, see STOP_POINTS). Should either fail, the next writer of this process records them
-    first."""
+    """Record the transactions the `commits` (history table, commit) carry, in one statement,
+    after the named point "committed" (`stop`, see STOP_POINTS). Should either fail, the next
+    writer of this process records them first."""
     try:
         stop("committed")
-        ledger.record(spark, transactions, target, [commit], uuid_sql)
+        ledger.record(spark, transactions, commits, uuid_sql)
     except Exception:
-        writer.unrecorded.add(target)
+        writer.unrecorded.update(target for target, _ in commits)
         raise
 
 
@@ -493,6 +493,8 @@ def _transactions_of(
     with those of every sync the run has pending (syncs.py); a batch of its own the next id.
     Returns them, and `state` with the reserved ids counted. A table's ids only increase: a batch
     whose sync's id is below one the table already has is refused before anything is applied."""
+    if applicable:
+        _refuse_during_stopped_revert(spark, transactions, target, state)
     wanted = {b.sync.id: b.sync for b in applicable if b.sync is not None}
     reserved: dict[str, syncs.Reserved] = {}
     if wanted:
@@ -515,6 +517,14 @@ def _transactions_of(
             raise HistoryError(_out_of_order_message(target, batch, txn_id, *before))
         before = (txn_id, batch)
     return plan, state
+
+
+def _refuse_during_stopped_revert(spark: SparkSession, transactions: str, target: str, state: ledger.Recorded) -> None:
+    """A revert or undo reserved its transaction for `target` and was stopped before the table
+    recorded it: another transaction first would put the table's ids out of order."""
+    if state.operation_reserved > state.history_last_id:
+        stopped = syncs.stopped_operation_message(spark, transactions, state.operation_reserved)
+        raise HistoryError(f"nothing was applied to {target}: {stopped}")
 
 
 def _out_of_order_message(target: str, batch: Batch, txn_id: int, last_id: int, last: Batch | None) -> str:
@@ -597,7 +607,7 @@ def _apply_group(
     with session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}):
         write_group(spark, target, layout, versions, version, changes, group[:n])
     commit = own_commit(spark, target, txns)
-    record_commit(spark, transactions, target, commit, uuid_sql, stop=_reached)
+    record_commits(spark, transactions, [(target, commit)], uuid_sql, stop=_reached)
     _reached("recorded")
     outcome.batches += n
     outcome.groups += 1
@@ -605,4 +615,10 @@ def _apply_group(
     last = txns[-1]
     started = dt.datetime.fromisoformat(last.started_at)
     last_started = started if state.last_started is None else max(state.last_started, started)
-    return n, ledger.Recorded(max(state.last_id, last.txn_id), last_started, last.txn_id, commit.version)
+    return n, replace(
+        state,
+        last_id=max(state.last_id, last.txn_id),
+        last_started=last_started,
+        history_last_id=last.txn_id,
+        delta_version=commit.version,
+    )

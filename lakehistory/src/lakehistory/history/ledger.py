@@ -24,7 +24,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 from lakehistory.history import writer
 from lakehistory.history.session import session_conf
 from lakehistory.history.sql import q
-from lakehistory.history.transactions import COLUMNS, syncs_relation
+from lakehistory.history.transactions import COLUMNS, OPERATION_SYNC_PREFIX, syncs_relation
 
 COMMIT_KEY = "lakehistory"
 COMMIT_FORMAT = 1
@@ -176,9 +176,10 @@ def unrecorded_commits(spark: SparkSession, history: str, state: Recorded) -> li
     return sorted(commits, key=lambda c: c.version)
 
 
-def record(spark: SparkSession, transactions: str, history: str, commits: Iterable[Commit], uuid_sql: str) -> int:
-    """Insert the transactions of `commits` into the transactions table, in one statement.
-    `uuid_sql` is the SQL expression of a transaction's uuid over `txn_id` and `started_at`."""
+def record(spark: SparkSession, transactions: str, commits: Iterable[tuple[str, Commit]], uuid_sql: str) -> int:
+    """Insert the transactions of `commits` (history table, commit) into the transactions table,
+    in one statement. `uuid_sql` is the SQL expression of a transaction's uuid over `txn_id` and
+    `started_at`."""
     rows = [
         (
             t.txn_id,
@@ -199,7 +200,7 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
             c.version,
             t.sync_id,
         )
-        for c in commits
+        for history, c in commits
         for t in c.txns
     ]
     if not rows:
@@ -237,12 +238,15 @@ def record(spark: SparkSession, transactions: str, history: str, commits: Iterab
 @dataclass(frozen=True)
 class Recorded:
     """What the transactions table holds: the last id and start time (all tables, and the ids
-    reserved for syncs), and for one history table its last id and recorded Delta version."""
+    reserved for syncs), and for one history table its last id and recorded Delta version, and
+    the last id a revert or undo reserved for it (0: none). One above its last id is a revert
+    stopped before it reached the table: no other transaction may come to the table first."""
 
     last_id: int
     last_started: dt.datetime | None
     history_last_id: int
     delta_version: int | None
+    operation_reserved: int = 0
 
 
 def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
@@ -259,14 +263,16 @@ class _Known:
     hold: tuple[str, int]
     last_id: int
     last_started: dt.datetime | None
-    tables: dict[str, tuple[int, int | None]]  # history table: its last id and Delta version
+    # history table: its last id, Delta version and last id a revert or undo reserved for it
+    tables: dict[str, tuple[int, int | None, int]]
 
     def after(self, rows: Sequence[tuple]) -> _Known:
         tables = dict(self.tables)
         for row in rows:  # _ROW_SCHEMA tuples
             txn_id, history, version = row[0], row[3], row[15]
-            last_id, last_version = tables.get(history, (0, None))
-            tables[history] = (max(last_id, txn_id), version if last_version is None else max(last_version, version))
+            last_id, last_version, operation = tables.get(history, (0, None, 0))
+            last_version = version if last_version is None else max(last_version, version)
+            tables[history] = (max(last_id, txn_id), last_version, operation)
         started = max(dt.datetime.fromisoformat(r[9]) for r in rows)
         last_started = started if self.last_started is None else max(self.last_started, started)
         return _Known(self.hold, max(self.last_id, *(r[0] for r in rows)), last_started, tables)
@@ -275,12 +281,17 @@ class _Known:
 _known: dict[str, _Known] = {}  # per transactions table
 
 
-def note_reserved(transactions: str, last_id: int, last_started: dt.datetime) -> None:
-    """Count ids this process just reserved for syncs (syncs.py) in what it knows."""
+def note_reserved(transactions: str, last_id: int, last_started: dt.datetime, operation_of: Sequence[str] = ()) -> None:
+    """Count ids this process just reserved for syncs (syncs.py) in what it knows; with
+    `operation_of`, the last one is a revert's or undo's of those history tables."""
     known = _known.get(transactions)
     if known is not None:
         started = last_started if known.last_started is None else max(known.last_started, last_started)
-        _known[transactions] = _Known(known.hold, max(known.last_id, last_id), started, known.tables)
+        tables = dict(known.tables)
+        for history in operation_of:
+            if history in tables:
+                tables[history] = (*tables[history][:2], last_id)
+        _known[transactions] = _Known(known.hold, max(known.last_id, last_id), started, tables)
 
 
 def forget(transactions: str) -> None:
@@ -304,6 +315,9 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
         per_table += [
             F.coalesce(F.max(F.when(mine, F.col("txn_id"))), F.lit(0)).alias(f"history_last_id_{i}"),
             F.max(F.when(mine, F.col("delta_version"))).alias(f"delta_version_{i}"),
+            F.coalesce(F.max(F.when(F.array_contains("operation_of", history), F.col("txn_id"))), F.lit(0)).alias(
+                f"operation_reserved_{i}"
+            ),
         ]
     # The last id and start count the syncs' reserved ids, which no table may have recorded yet.
     reserved = spark.table(syncs_relation(transactions)).select(
@@ -311,10 +325,17 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
         "started_at",
         F.lit(None).cast("string").alias("history_table"),
         F.lit(None).cast("bigint").alias("delta_version"),
+        F.when(F.col("sync_id").startswith(OPERATION_SYNC_PREFIX), F.col("tables")).alias("operation_of"),
     )
     row = (
         spark.table(transactions)
-        .select("txn_id", "started_at", "history_table", "delta_version")
+        .select(
+            "txn_id",
+            "started_at",
+            "history_table",
+            "delta_version",
+            F.lit(None).cast("array<string>").alias("operation_of"),
+        )
         .unionByName(reserved)
         .agg(
             F.coalesce(F.max("txn_id"), F.lit(0)).alias("last_id"),
@@ -329,11 +350,18 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
     if hold is not None:
         tables = {**(known.tables if known is not None and known.hold == hold else {})}
         tables.update(
-            (h, (int(row[f"history_last_id_{i}"]), row[f"delta_version_{i}"])) for i, h in enumerate(histories)
+            (h, (int(row[f"history_last_id_{i}"]), row[f"delta_version_{i}"], int(row[f"operation_reserved_{i}"])))
+            for i, h in enumerate(histories)
         )
         _known[transactions] = _Known(hold, last_id, last_started, tables)
     return {
-        history: Recorded(last_id, last_started, int(row[f"history_last_id_{i}"]), row[f"delta_version_{i}"])
+        history: Recorded(
+            last_id,
+            last_started,
+            int(row[f"history_last_id_{i}"]),
+            row[f"delta_version_{i}"],
+            int(row[f"operation_reserved_{i}"]),
+        )
         for i, history in enumerate(histories)
     }
 
@@ -358,7 +386,7 @@ def recover(
             f" table already gives id {first} to another transaction: two runs applied batches to this lakehouse"
             " at the same time. Run history models from one dbt invocation at a time."
         )
-    record(spark, transactions, history, commits, uuid_sql)
+    record(spark, transactions, [(history, c) for c in commits], uuid_sql)
     last = max(txns, key=lambda t: t.txn_id)
     started = dt.datetime.fromisoformat(last.started_at)
     after = Recorded(
@@ -366,5 +394,6 @@ def recover(
         started if state.last_started is None else max(state.last_started, started),
         last.txn_id,
         commits[-1].version,
+        state.operation_reserved,
     )
     return after, txns

@@ -1,28 +1,38 @@
-"""Revert and undo: a history table returned to an earlier state as a new transaction.
+"""Revert and undo: history tables returned to an earlier state as one new transaction.
 
     adapter.call_python('lakehistory.history.revert:revert', {...})   # lakehistory.revert, lakehistory.undo
 
 History is kept. The new transaction n closes (valid_to = n) the current rows the earlier state
 lacks and opens copies (valid_from = n) of that state's rows that are no longer current, in one
-Delta MERGE. Its commit carries the transaction (operation 'revert') the way a batch's commit does
-(ledger.py): a run stopped between the commit and its record is recorded by the next writer, and
-the event history, the feature states and the `_hx` tables read a revert like any other change.
+Delta MERGE per table. Each commit carries the transaction (operation 'revert') the way a batch's
+commit does (ledger.py): a run stopped between a commit and its record is recorded by the next
+writer, and the event history, the feature states and the `_hx` tables read a revert like any
+other change.
 
-    revert  the whole table as of transaction v: every row current then (valid_from <= v < valid_to)
-    undo    the keys one transaction changed, as they were before it; refused, naming the later
-            transactions, when any of them changed one of those keys since
+    revert  tables as of transaction v: every row current then (valid_from <= v < valid_to)
+    undo    the keys one transaction changed, in every table it changed (or one), as they were
+            before it; refused, naming the later transactions, when any of them changed one of
+            those keys since
+
+All the tables that change share the one transaction, as a sync's do (syncs.py): its id is
+reserved first, with what was asked, and it is visible to readers once every table recorded it.
+A run stopped before that is completed by asking the same again; until then no other transaction
+comes to its tables (apply.py refuses them, naming the command). Asked again once complete, it
+answers with the transaction that did it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, writer
-from lakehistory.history.apply import record_commit, recover
-from lakehistory.history.group import MERGE_SOURCE_COPY, own_commit
+from lakehistory.history import ledger, syncs, writer
+from lakehistory.history.apply import record_commits, recover
+from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.sql import cols, q, same_key
 from lakehistory.history.table import HistoryError, Versioning
@@ -30,13 +40,28 @@ from lakehistory.names import VALID_FROM, VALID_TO
 
 REVERT_VIEW = "`__lh_revert`"
 SYSTEM_TIME = (VALID_FROM, VALID_TO)
+# The points between a revert's statements where a stop leaves the tables in a different state
+# ("committed": once per table). Tests stop a revert at each in turn and ask it again.
+STOP_POINTS = ("reserved", "committed", "recorded")
+
+
+def _reached(point: str) -> None:
+    """A named point of the revert (see STOP_POINTS); nothing happens here."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A history table asked for: its model, its relation and its key."""
+
+    model: str
+    target: str
+    keys: tuple[str, ...]
 
 
 def revert(
     spark: SparkSession,
-    target: str,
+    tables: Sequence[dict],
     transactions: str,
-    keys: Sequence[str],
     versioning: dict,
     uuid_sql: str,
     writer_lock: str,
@@ -44,70 +69,198 @@ def revert(
     invocation_id: str = "",
     to_txn: int | None = None,
     undo_txn: int | None = None,
+    named: bool = True,
     author: str | None = None,
     writer_wait_seconds: float = 600,
 ) -> dict:
     """Entry point for `lakehistory.revert` (`to_txn`) and `lakehistory.undo` (`undo_txn`), as
-    the one writer of the transactions table. Returns the new transaction's id (None when the
-    table already is in the state asked for) and its counts."""
+    the one writer of the transactions table. `tables`: the models asked for ({model, target,
+    keys}); for an undo that names none (`named` false), every history model, of which it takes
+    those the transaction changed. Returns the new transaction's id (None when the tables already
+    are in the state asked for), its counts per model, and the tables of an undone transaction
+    that are not history tables (a snapshot's capture), which it leaves as they are."""
     versions = Versioning(**versioning)
     if versions.append_only:
-        raise HistoryError(f"{target}: an append-only history table (valid_from only) cannot be reverted")
-    asked = int(to_txn if to_txn is not None else undo_txn)  # type: ignore[arg-type]
+        raise HistoryError("an append-only history table (valid_from only) cannot be reverted")
+    asked_for = [Table(t["model"], t["target"], tuple(t["keys"])) for t in tables]
+    operation = "revert" if undo_txn is None else "undo"
+    asked = int(to_txn if undo_txn is None else undo_txn)  # type: ignore[arg-type]
+    request = _request(operation, asked, [t.model for t in asked_for] if named else None)
     with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
-        state, _ = recover(spark, transactions, target, history_tables, invocation_id, uuid_sql)
+        for table in asked_for:
+            recover(spark, transactions, table.target, history_tables, invocation_id, uuid_sql)
+        states = ledger.recorded_for(spark, transactions, [t.target for t in asked_for])
+        last_id = max(s.last_id for s in states.values())
         log = spark.table(transactions)
         # the start as text in the session's time zone (UTC), not in the Python process's
         started = F.date_format("started_at", "yyyy-MM-dd HH:mm:ss.SSS").alias("started")
-        txn = log.where(F.col("txn_id") == F.lit(asked)).select("*", started).first()
-        if txn is None or asked > state.last_id:
-            raise HistoryError(f"{target}: there is no transaction {asked} (the last one is {state.last_id})")
-        _refuse_after_cleanup(log, target, asked if undo_txn is None else asked - 1)
-        at = _version(versions, txn)
-        if undo_txn is None:
-            what = f"revert to transaction {asked}"
-            leaving, coming = _revert_rows(versions, at)
+        rows = log.where(F.col("txn_id") == F.lit(asked)).select("*", started).collect()  # a row per table of it
+        if not rows or asked > last_id:
+            raise HistoryError(f"there is no transaction {asked} (the last one is {last_id})")
+        found = syncs.operations(spark, transactions, request)
+        stopped = next((o for o in found if o.waiting), None)
+        if stopped is not None and stopped.request != request:
+            raise HistoryError(stopped.stopped_message())
+        done = next((o for o in reversed(found) if not o.waiting), None)
+        if stopped is None and done is not None and _still_last(done, states):
+            return _outcome(done.reserved.txn_id, {}, [], already=True)
+        chosen, left = _chosen(asked_for, rows, operation, asked, named)
+        if stopped is None:
+            _check(spark, log, chosen, versions, rows, operation, asked)
+        at = _version(versions, rows[0])
+        todo = chosen if stopped is None else [t for t in chosen if t.target in stopped.waiting]
+        frames = {t.target: _frame(spark, t, versions, operation, at) for t in todo}
+        counts = {target: _counts(frame) for target, frame in frames.items()}
+        if stopped is None:
+            changing = [t for t in todo if counts[t.target] != (0, 0)]
+            if not changing:
+                return _outcome(None, {}, left)
+            who = author or spark.sql("select current_user()").collect()[0][0]
+            reservation, _ = syncs.reserve_operation(
+                spark, transactions, operation, [t.target for t in changing], who, request, states[changing[0].target]
+            )
+            todo = changing
         else:
-            if txn.history_table != target or txn.operation not in ("batch", "revert"):
-                raise HistoryError(f"{target}: transaction {asked} is a {txn.operation} of {txn.history_table}")
-            _refuse_later_changes(spark, log, target, keys, versions, txn)
-            what = f"undo of transaction {asked}" + (f" (batch {txn.batch_id})" if txn.batch_id else "")
-            leaving, coming = _undo_rows(versions, at)
-        row = [c for c in spark.table(target).columns if c not in SYSTEM_TIME]
-        frame = spark.sql(_changes_sql(target, keys, row, leaving, coming)).localCheckpoint()
-        counts = frame.agg(F.count_if("_lh_close").alias("closed"), F.count_if(~F.col("_lh_close")).alias("opened"))
-        closed, opened = counts.collect()[0]  # an aggregate: one row
-        if not closed and not opened:
-            return {"transaction": None, "versions_opened": 0, "versions_closed": 0}
-        started_at = ledger.transaction_times(state.last_started, 1)[0]
-        new = ledger.Txn(
-            txn_id=state.last_id + 1,
-            batch_id=None,
-            sequence=None,
-            source_table=_source_table(log, target),
-            author=author or spark.sql("select current_user()").collect()[0][0],
-            app_id="lakehistory.undo" if undo_txn is not None else "lakehistory.revert",
-            commit_message=what,
-            started_at=started_at,
-            rows_in=0,
-            versions_opened=int(opened),
-            versions_closed=int(closed),
-            rows_overlap_deleted=0,
-            operation="revert",
+            reservation = stopped
+        _reached("reserved")
+        by_table = {r.history_table: r for r in rows}
+        sources = _source_tables(log, [t.target for t in todo])
+        commits = []
+        for table in todo:
+            new = _txn(table, counts[table.target], reservation, by_table.get(table.target), sources, operation, asked)
+            commits.append((table.target, _merge(spark, table, versions, frames[table.target], new)))
+            _reached("committed")
+        record_commits(spark, transactions, commits, uuid_sql, stop=lambda point: None)
+        _reached("recorded")
+        txn_id = reservation.reserved.txn_id
+        return _outcome(txn_id, {t.model: counts[t.target] for t in todo}, left)
+
+
+def _request(operation: str, asked: int, models: list[str] | None) -> str:
+    """What was asked, as the dbt arguments that ask it again (JSON, compared as text)."""
+    if operation == "revert":
+        return json.dumps({"operation": operation, "models": models, "to_version": asked})
+    return json.dumps({"operation": operation, **({"model": models[0]} if models else {}), "txn_id": asked})
+
+
+def _outcome(txn_id: int | None, counts: dict[str, tuple[int, int]], left: list[str], already: bool = False) -> dict:
+    return {
+        "transaction": txn_id,
+        "tables": {model: {"versions_closed": c[0], "versions_opened": c[1]} for model, c in counts.items()},
+        "left_as_they_are": left,
+        "already_done": already,
+    }
+
+
+def _still_last(done: syncs.Operation, states: dict[str, ledger.Recorded]) -> bool:
+    """Whether the same revert or undo, asked before, is the last transaction of each of its
+    tables: asked again, it is done already. (Asked after later changes, a revert runs again and
+    an undo is refused, as any undo of keys changed since is.)"""
+    return all(t in states and states[t].history_last_id == done.reserved.txn_id for t in done.reserved.sync.tables)
+
+
+def _chosen(
+    asked_for: list[Table], rows: list[Row], operation: str, asked: int, named: bool
+) -> tuple[list[Table], list[str]]:
+    """The tables to change, and (for an undo) the tables of the transaction it leaves as they are."""
+    if operation == "revert":
+        return asked_for, []
+    changed = {r.history_table for r in rows}
+    chosen = [t for t in asked_for if t.target in changed]
+    if named and not chosen:
+        raise HistoryError(
+            f"transaction {asked} did not change {asked_for[0].target}: it is a {rows[0].operation} of"
+            f" {', '.join(sorted(changed))}"
         )
-        version = str(new.txn_id) if versions.version_type == "integer" else f"timestamp'{started_at}'"
-        frame.createOrReplaceTempView(REVERT_VIEW.strip("`"))
-        try:
-            # The view is a local checkpoint: fixed, so Delta need not copy it before reading it twice.
-            writer.check_held()
-            conf = {ledger.USER_METADATA: ledger.commit_metadata([new]), MERGE_SOURCE_COPY: "none"}
-            with session_conf(spark, conf):
-                spark.sql(_merge_sql(target, keys, row, versions, version))
-        finally:
-            spark.catalog.dropTempView(REVERT_VIEW.strip("`"))
-        commit = own_commit(spark, target, [new])
-        record_commit(spark, transactions, target, commit, uuid_sql, stop=lambda point: None)
-        return {"transaction": new.txn_id, "versions_opened": new.versions_opened, "versions_closed": closed}
+    left = sorted(changed - {t.target for t in asked_for}) if not named else []
+    return chosen, left
+
+
+def _check(
+    spark: SparkSession,
+    log: DataFrame,
+    chosen: list[Table],
+    versions: Versioning,
+    rows: list[Row],
+    operation: str,
+    asked: int,
+) -> None:
+    """Refuse what cannot be restored exactly, naming why, before anything is written."""
+    by_table = {r.history_table: r for r in rows}
+    for table in chosen:
+        _refuse_after_cleanup(log, table.target, asked if operation == "revert" else asked - 1)
+        if operation == "undo":
+            txn = by_table[table.target]
+            if txn.operation not in ("batch", "revert"):
+                raise HistoryError(f"{table.target}: transaction {asked} is a {txn.operation}, which is not undone")
+            _refuse_later_changes(spark, log, table.target, table.keys, versions, txn)
+
+
+def _frame(spark: SparkSession, table: Table, versions: Versioning, operation: str, at: str) -> DataFrame:
+    """The table's rows to close and to copy (see _changes_sql), fixed (a local checkpoint)."""
+    leaving, coming = _revert_rows(versions, at) if operation == "revert" else _undo_rows(versions, at)
+    row = [c for c in spark.table(table.target).columns if c not in SYSTEM_TIME]
+    return spark.sql(_changes_sql(table.target, table.keys, row, leaving, coming)).localCheckpoint()
+
+
+def _counts(frame: DataFrame) -> tuple[int, int]:
+    """(rows to close, rows to open)."""
+    counts = frame.agg(F.count_if("_lh_close").alias("closed"), F.count_if(~F.col("_lh_close")).alias("opened"))
+    closed, opened = counts.collect()[0]  # an aggregate: one row
+    return int(closed), int(opened)
+
+
+def _txn(
+    table: Table,
+    counts: tuple[int, int],
+    reservation: syncs.Operation,
+    undone: Row | None,
+    sources: dict[str, str],
+    operation: str,
+    asked: int,
+) -> ledger.Txn:
+    """The table's row of the reserved transaction."""
+    reserved = reservation.reserved
+    what = f"revert to transaction {asked}" if operation == "revert" else f"undo of transaction {asked}"
+    if undone is not None and undone.batch_id:
+        what += f" (batch {undone.batch_id})"
+    return ledger.Txn(
+        txn_id=reserved.txn_id,
+        batch_id=None,
+        sequence=None,
+        source_table=sources.get(table.target),
+        author=reserved.sync.author,
+        app_id=reserved.sync.app_id,
+        commit_message=what,
+        started_at=reserved.started_at,
+        rows_in=0,
+        versions_opened=counts[1],
+        versions_closed=counts[0],
+        rows_overlap_deleted=0,
+        operation="revert",
+        sync_id=reserved.sync.id,
+    )
+
+
+def _merge(spark: SparkSession, table: Table, versions: Versioning, frame: DataFrame, new: ledger.Txn) -> ledger.Commit:
+    """One table's MERGE under the transaction `new`, whose commit carries it."""
+    version = str(new.txn_id) if versions.version_type == "integer" else f"timestamp'{new.started_at}'"
+    row = [c for c in frame.columns if c not in (*SYSTEM_TIME, "_lh_close")]
+    frame.createOrReplaceTempView(REVERT_VIEW.strip("`"))
+    try:
+        # The view is a local checkpoint: fixed, so Delta need not copy it before reading it twice.
+        # A table that no longer changes (asked again after a stop) still commits its record.
+        writer.check_held()
+        conf = {
+            ledger.USER_METADATA: ledger.commit_metadata([new]),
+            MERGE_SOURCE_COPY: "none",
+            SKIP_EMPTY_COMMITS: "false",
+        }
+        with session_conf(spark, conf):
+            spark.sql(_merge_sql(table.target, table.keys, row, versions, version))
+    finally:
+        spark.catalog.dropTempView(REVERT_VIEW.strip("`"))
+    return own_commit(spark, table.target, [new])
 
 
 def _version(versions: Versioning, txn: Row) -> str:
@@ -213,12 +366,12 @@ def _refuse_later_changes(
         )
 
 
-def _source_table(log: DataFrame, target: str) -> str | None:
-    """The landed table behind `target`, from its batches' transactions."""
-    row = (
-        log.where((F.col("history_table") == F.lit(target)) & F.col("source_table").isNotNull())
-        .select("source_table")
-        .limit(1)
-        .first()
+def _source_tables(log: DataFrame, targets: list[str]) -> dict[str, str]:
+    """The landed table behind each of `targets`, from its batches' transactions."""
+    rows = (
+        log.where(F.col("history_table").isin(*targets) & F.col("source_table").isNotNull())
+        .groupBy("history_table")
+        .agg(F.max("source_table").alias("source_table"))
+        .collect()  # a row per table
     )
-    return row.source_table if row else None
+    return {r.history_table: r.source_table for r in rows}

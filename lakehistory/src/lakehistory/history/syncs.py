@@ -10,14 +10,19 @@ with the sync's start time (and so its uuid) and its author and app.
 
 A reservation is its own commit, before any history table's: a run stopped after it leaves the
 id reserved, and the next run applies the sync under it. The sync becomes visible to readers
-once each of its tables has recorded it (macros/time_travel/visible.sql).
+once each of its tables has recorded it (`lakehistory.visible_txn_sql`, macros/time_travel/as_of.sql).
+
+A revert or undo (revert.py) reserves its one transaction for all its tables here too, with what
+was asked. Stopped before each table recorded it, it is completed by asking it again; until
+then its tables take no other transaction (apply.py refuses them, naming the command).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
-from dataclasses import dataclass
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -26,7 +31,7 @@ from lakehistory.history import ledger, writer
 from lakehistory.history.session import session_conf
 from lakehistory.history.sql import q
 from lakehistory.history.table import HistoryError
-from lakehistory.history.transactions import SYNCS_COLUMNS, syncs_relation
+from lakehistory.history.transactions import OPERATION_SYNC_PREFIX, SYNCS_COLUMNS, syncs_relation
 from lakehistory.landing.syncs import SyncOf
 
 
@@ -67,7 +72,7 @@ def reserve(
         _insert(spark, table, list(made.values()))
         seen = {**seen, **made}
         last_started = dt.datetime.fromisoformat(times[-1])
-        state = ledger.Recorded(state.last_id + len(new), last_started, state.history_last_id, state.delta_version)
+        state = replace(state, last_id=state.last_id + len(new), last_started=last_started)
         ledger.note_reserved(transactions, state.last_id, last_started)
     if hold is not None:
         _seen[table] = (hold, seen)
@@ -98,16 +103,26 @@ def _read(spark: SparkSession, table: str, sync_ids: list[str]) -> dict[str, Res
     }
 
 
-def _insert(spark: SparkSession, table: str, reserved: list[Reserved]) -> None:
+def _insert(spark: SparkSession, table: str, reserved: list[Reserved], request: str | None = None) -> None:
     """Record the reservations in one commit, only if neither their ids nor their syncs are there:
-    the fence behind the writer lock, as for the transactions table (ledger.insert_transactions)."""
+    the fence behind the writer lock, as for the transactions table (ledger.insert_transactions).
+    `request`: a revert's (see Operation)."""
     rows = spark.createDataFrame(
         [
-            (r.txn_id, r.sync.id, r.sync.sequence, list(r.sync.tables), r.sync.author, r.sync.app_id, r.started_at)
+            (
+                r.txn_id,
+                r.sync.id,
+                r.sync.sequence,
+                list(r.sync.tables),
+                r.sync.author,
+                r.sync.app_id,
+                r.started_at,
+                request,
+            )
             for r in reserved
         ],
         "txn_id bigint, sync_id string, sync_sequence bigint, tables array<string>, author string, app_id string,"
-        " started_at string",
+        " started_at string, request string",
     ).selectExpr("*", "current_timestamp() as reserved_at")
     rows = rows.withColumn("started_at", F.col("started_at").cast("timestamp")).select(*SYNCS_COLUMNS)
     taken = (
@@ -145,3 +160,103 @@ def _contradiction(sync: SyncOf, found: Reserved) -> str:
         f" of it says {list(sync.tables)}, {sync.sequence}, {sync.author!r} and {sync.app_id!r}. Every batch of a"
         " sync must say the same of it: land the batch again with the sync as the others give it."
     )
+
+
+# --- reverts and undos -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A revert's or undo's reservation (revert.py): its transaction, what was asked (JSON: the
+    operation and its dbt arguments) and the history tables that have recorded it."""
+
+    reserved: Reserved
+    request: str
+    applied: frozenset[str]
+
+    @property
+    def waiting(self) -> tuple[str, ...]:
+        return tuple(t for t in self.reserved.sync.tables if t not in self.applied)
+
+    def stopped_message(self) -> str:
+        asked = json.loads(self.request)
+        operation = asked.pop("operation")
+        return (
+            f"the {operation} recorded as transaction {self.reserved.txn_id} was stopped before"
+            f" {', '.join(self.waiting)} recorded it: it is not visible to readers of the consistent cut, and no"
+            " other transaction may come to those tables before it. Run it again to complete it:"
+            f" dbt run-operation lakehistory.{operation} --args '{json.dumps(asked)}'"
+        )
+
+
+def reserve_operation(
+    spark: SparkSession,
+    transactions: str,
+    operation: str,
+    tables: Sequence[str],
+    author: str | None,
+    request: str,
+    state: ledger.Recorded,
+) -> tuple[Operation, ledger.Recorded]:
+    """Reserve the next id for a revert or undo (`operation`) of the history tables `tables`,
+    asked as `request`. Under the writer lock. Returns it, and `state` with the id taken."""
+    txn_id = state.last_id + 1
+    started = ledger.transaction_times(state.last_started, 1)[0]
+    sync = SyncOf(
+        f"{OPERATION_SYNC_PREFIX}{operation}:{txn_id}",
+        txn_id,
+        tuple(sorted(tables)),
+        author,
+        f"lakehistory.{operation}",
+    )
+    reserved = Reserved(txn_id, started, sync)
+    _insert(spark, syncs_relation(transactions), [reserved], request)
+    last_started = dt.datetime.fromisoformat(started)
+    ledger.note_reserved(transactions, txn_id, last_started, operation_of=sync.tables)
+    return Operation(reserved, request, frozenset()), replace(
+        state, last_id=txn_id, last_started=last_started, operation_reserved=txn_id
+    )
+
+
+def operations(spark: SparkSession, transactions: str, request: str | None = None) -> list[Operation]:
+    """The reverts and undos some table has not recorded yet, and those asked as `request`, in id
+    order: a few rows, however long the history."""
+    mine = F.col("sync_id").startswith(OPERATION_SYNC_PREFIX)
+    applied = (
+        spark.table(transactions).where(mine).groupBy("sync_id").agg(F.collect_set("history_table").alias("applied"))
+    )
+    rows = (
+        spark.table(syncs_relation(transactions))
+        .where(mine)
+        .join(applied, "sync_id", "left")
+        .withColumn("applied", F.coalesce("applied", F.array().cast("array<string>")))
+        .where((F.size(F.array_except("tables", "applied")) > 0) | (F.col("request") == F.lit(request)))
+        .select(
+            "txn_id",
+            "sync_id",
+            "tables",
+            "author",
+            "app_id",
+            "request",
+            "applied",
+            F.date_format("started_at", "yyyy-MM-dd HH:mm:ss.SSS").alias("started_at"),
+        )
+        .orderBy("txn_id")
+        .collect()  # the reverts asked as `request`, and at most one stopped
+    )
+    return [
+        Operation(
+            Reserved(
+                int(r.txn_id), r.started_at, SyncOf(r.sync_id, int(r.txn_id), tuple(r.tables), r.author, r.app_id)
+            ),
+            r.request,
+            frozenset(r.applied),
+        )
+        for r in rows
+    ]
+
+
+def stopped_operation_message(spark: SparkSession, transactions: str, txn_id: int) -> str:
+    """Why a table a stopped revert or undo (transaction `txn_id`) holds takes no transaction."""
+    stopped = [o for o in operations(spark, transactions) if o.reserved.txn_id == txn_id]
+    return stopped[0].stopped_message() if stopped else f"revert transaction {txn_id} is not complete"

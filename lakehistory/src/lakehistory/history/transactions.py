@@ -5,7 +5,8 @@ this order.
 
 A transaction has one row per table it changed: a batch of its own is one row; a sync (the
 batches and extracts a source delivered together, named by their manifests) is one row per table
-of it, all under the id the syncs table reserved for the sync (syncs.py)."""
+of it, all under the id the syncs table reserved for the sync (syncs.py). So is a revert or an
+undo (revert.py), which reserves its id there too."""
 
 from __future__ import annotations
 
@@ -49,21 +50,35 @@ LAYOUT = (
     Field("rows_overlap_deleted", "bigint", True, "Rows removed from the Fivetran view by the overlap delete (rule 7)"),
     Field("rows_purged", "bigint", True, "Closed versions physically removed (cleanup)"),
     Field("delta_version", "bigint", True, "The Delta version of the history table this transaction committed"),
-    Field("sync_id", "string", False, "The sync the transaction applied (its id in the landing), or NULL"),
+    Field(
+        "sync_id",
+        "string",
+        False,
+        "The sync the transaction applied (its id in the landing), a revert's or undo's reservation, or NULL",
+    ),
 )
 COLUMNS = tuple(field.name for field in LAYOUT)
 
 SYNCS_LAYOUT = (
     Field("txn_id", "bigint", True, "The transaction id every table of the sync records"),
-    Field("sync_id", "string", True, "The sync, as the manifests of its batches name it"),
-    Field("sync_sequence", "bigint", True, "The sync's order in the landing: ids follow it"),
-    Field("tables", "array<string>", True, "The landed tables the sync holds: it is visible once each has applied it"),
+    Field("sync_id", "string", True, "The sync, as the manifests of its batches name it (lakehistory:... a revert's)"),
+    Field("sync_sequence", "bigint", True, "The sync's order in the landing: ids follow it (a revert's: its id)"),
+    Field(
+        "tables",
+        "array<string>",
+        True,
+        "The landed tables the sync holds (a revert's: its history tables): it is visible once each has applied it",
+    ),
     Field("author", "string", False, "Who made the sync's changes (its manifests)"),
     Field("app_id", "string", False, "The application that made them (its manifests)"),
     Field("started_at", "timestamp", True, "The transaction's start, shared by its tables"),
     Field("reserved_at", "timestamp", True, "When the id was reserved, before any table of the sync applied it"),
+    Field("request", "string", False, "A revert's or undo's request, as JSON, to complete it after a stop"),
 )
 SYNCS_COLUMNS = tuple(field.name for field in SYNCS_LAYOUT)
+# A revert or undo of several tables is one transaction too, reserved in the syncs table as a
+# sync is, under an id no landed sync can have (a landing's sync ids have no colon).
+OPERATION_SYNC_PREFIX = "lakehistory:"
 
 
 def syncs_relation(transactions: str) -> str:
@@ -111,19 +126,19 @@ def ensure_transactions_table(spark: SparkSession, relation: str, invocation_id:
     holds for the others (`invocation_id`)."""
     if invocation_id and (invocation_id, relation) in _ensured:
         return
-    create_if_missing(spark, relation, create_sql(relation))
-    create_if_missing(spark, syncs_relation(relation), create_sql(syncs_relation(relation), SYNCS_LAYOUT))
-    stored = set(spark.table(relation).columns)
-    missing = [f.name for f in LAYOUT if f.required and f.name not in stored]
-    if missing:
-        raise TransactionsLayoutError(
-            f"{relation} was made by an earlier version of lakehistory (it lacks {', '.join(missing)})."
-            " Rebuild from the landed batches: drop it and the history tables (for the demo: make clean),"
-            " then run dbt build."
-        )
-    optional = [f for f in LAYOUT if not f.required and f.name not in stored]
-    if optional:  # nothing in the rows already there says otherwise: NULL is what they had
-        spark.sql(f"alter table {relation} add columns ({', '.join(f.sql() for f in optional)})")
+    for table, layout in ((relation, LAYOUT), (syncs_relation(relation), SYNCS_LAYOUT)):
+        create_if_missing(spark, table, create_sql(table, layout))
+        stored = set(spark.table(table).columns)
+        missing = [f.name for f in layout if f.required and f.name not in stored]
+        if missing:
+            raise TransactionsLayoutError(
+                f"{table} was made by an earlier version of lakehistory (it lacks {', '.join(missing)})."
+                " Rebuild from the landed batches: drop it, its syncs table and the history tables (for the"
+                " demo: make clean), then run dbt build."
+            )
+        optional = [f for f in layout if not f.required and f.name not in stored]
+        if optional:  # nothing in the rows already there says otherwise: NULL is what they had
+            spark.sql(f"alter table {table} add columns ({', '.join(f.sql() for f in optional)})")
     if invocation_id:
         _ensured.add((invocation_id, relation))
 
