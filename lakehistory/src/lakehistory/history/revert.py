@@ -222,7 +222,7 @@ def _txn(
     """The table's row of the reserved transaction."""
     reserved = reservation.reserved
     what = f"revert to transaction {asked}" if operation == "revert" else f"undo of transaction {asked}"
-    if undone is not None and undone.batch_id:
+    if operation == "undo" and undone is not None and undone.batch_id:
         what += f" (batch {undone.batch_id})"
     return ledger.Txn(
         txn_id=reserved.txn_id,
