@@ -187,8 +187,8 @@ def _check(
 ) -> None:
     """Refuse what cannot be restored exactly, naming why, before anything is written."""
     by_table = {r.history_table: r for r in rows}
+    _refuse_after_cleanup(log, [t.target for t in chosen], asked if operation == "revert" else asked - 1)
     for table in chosen:
-        _refuse_after_cleanup(log, table.target, asked if operation == "revert" else asked - 1)
         if operation == "undo":
             txn = by_table[table.target]
             if txn.operation not in ("batch", "revert"):
@@ -313,22 +313,24 @@ def _merge_sql(target: str, keys: Sequence[str], row: Sequence[str], versions: V
     """
 
 
-def _refuse_after_cleanup(log: DataFrame, target: str, needed: int) -> None:
+def _refuse_after_cleanup(log: DataFrame, targets: list[str], needed: int) -> None:
     """A cleanup after transaction `needed` may have removed rows of the state it asks for."""
-    cleanups = [
-        r.txn_id
-        for r in log.where(
-            (F.col("history_table") == F.lit(target))
+    found = (
+        log.where(
+            F.col("history_table").isin(*targets)
             & (F.col("operation") == F.lit("cleanup"))
             & (F.col("txn_id") > F.lit(needed))
         )
-        .select("txn_id")
+        .select("history_table", "txn_id")
+        .orderBy("history_table", "txn_id")
         .collect()  # one row per cleanup
-    ]
-    if cleanups:
+    )
+    if found:
+        target = found[0].history_table
+        cleanups = ", ".join(str(r.txn_id) for r in found if r.history_table == target)
         raise HistoryError(
-            f"{target}: cleanup transaction(s) {', '.join(map(str, sorted(cleanups)))} removed versions after"
-            f" transaction {needed}, so its state can no longer be restored exactly"
+            f"{target}: cleanup transaction(s) {cleanups} removed versions after transaction {needed}, so its state"
+            " can no longer be restored exactly"
         )
 
 
