@@ -82,7 +82,10 @@ def revert(
     versions = Versioning(**versioning)
     if versions.append_only:
         raise HistoryError("an append-only history table (valid_from only) cannot be reverted")
-    asked_for = [Table(t["model"], t["target"], tuple(t["keys"])) for t in tables]
+    # each once, in the order asked
+    asked_for = list({t["target"]: Table(t["model"], t["target"], tuple(t["keys"])) for t in tables}.values())
+    if not asked_for:
+        raise HistoryError("name the history models to revert: models is empty")
     operation = "revert" if undo_txn is None else "undo"
     asked = int(to_txn if undo_txn is None else undo_txn)  # type: ignore[arg-type]
     request = _request(operation, asked, [t.model for t in asked_for] if named else None)
