@@ -78,7 +78,7 @@ GROUP_SECONDS = {
     "tools/tests/test_bench_smoke.py": 125,
     "lakehistory/tests/history/test_stops.py": 125,
     "lakehistory/tests/history/test_syncs.py": 250,
-    "lakehistory/tests/history/test_sync_reverts.py": 275,
+    "lakehistory/tests/history/test_sync_reverts.py": 215,
     "lakehistory/tests/time_travel/test_retention.py": 100,
     "lakehistory/tests/history/test_catch_up.py": 60,
     "lakehistory/tests/history/test_schema_evolution.py": 55,

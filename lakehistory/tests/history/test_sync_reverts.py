@@ -87,9 +87,14 @@ def test_an_undo_of_a_sync_and_a_revert_of_several_tables_are_each_one_transacti
 
 
 # Stopped after the reservation, after the first table's commit, or after both commits (their
-# record left to the next writer's recovery).
+# record left to the next writer's recovery); the last two in `make test-slow`.
 @pytest.mark.parametrize(
-    ("point", "nth"), [("reserved", 1), pytest.param("committed", 1, marks=pytest.mark.slow), ("committed", 2)]
+    ("point", "nth"),
+    [
+        ("reserved", 1),
+        pytest.param("committed", 1, marks=pytest.mark.slow),
+        pytest.param("committed", 2, marks=pytest.mark.slow),
+    ],
 )
 def test_a_revert_of_two_tables_stopped_anywhere_is_completed_by_asking_it_again(
     engine: Engine, visible_sql: str, monkeypatch: pytest.MonkeyPatch, point: str, nth: int
