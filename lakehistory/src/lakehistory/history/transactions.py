@@ -50,12 +50,7 @@ LAYOUT = (
     Field("rows_overlap_deleted", "bigint", True, "Rows removed from the Fivetran view by the overlap delete (rule 7)"),
     Field("rows_purged", "bigint", True, "Closed versions physically removed (cleanup)"),
     Field("delta_version", "bigint", True, "The Delta version of the history table this transaction committed"),
-    Field(
-        "sync_id",
-        "string",
-        False,
-        "The sync the transaction applied (its id in the landing), a revert's or undo's reservation, or NULL",
-    ),
+    Field("sync_id", "string", False, "The sync the transaction applied, a revert's reservation, or NULL"),
 )
 COLUMNS = tuple(field.name for field in LAYOUT)
 
@@ -63,12 +58,7 @@ SYNCS_LAYOUT = (
     Field("txn_id", "bigint", True, "The transaction id every table of the sync records"),
     Field("sync_id", "string", True, "The sync, as the manifests of its batches name it (lakehistory:... a revert's)"),
     Field("sync_sequence", "bigint", True, "The sync's order in the landing: ids follow it (a revert's: its id)"),
-    Field(
-        "tables",
-        "array<string>",
-        True,
-        "The landed tables the sync holds (a revert's: its history tables): it is visible once each has applied it",
-    ),
+    Field("tables", "array<string>", True, "Its landed tables (a revert's: history tables); visible once all apply it"),
     Field("author", "string", False, "Who made the sync's changes (its manifests)"),
     Field("app_id", "string", False, "The application that made them (its manifests)"),
     Field("started_at", "timestamp", True, "The transaction's start, shared by its tables"),
