@@ -59,7 +59,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
 fi
 
 # --- Delta Lake jars (downloaded once, then used offline) ------------------------------
-"$venv/bin/python" -m lakehistory.platform.jars ensure
+"$venv/bin/python" -m lakehistory.runtime.jars ensure
 
 # Spark's log settings, where the profile looks for them.
 cp "$root/setup/log4j2.properties" "$local_dir/log4j2.properties"

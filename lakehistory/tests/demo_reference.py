@@ -7,7 +7,8 @@ import datetime as dt
 import functools
 
 from harness import DEMO_CONFIG, DEMO_EXTRACTS, DbtProject
-from lakehistory.landing.batch import END, ONE_MS, START, TMAX
+from lakehistory.landing.batch import ONE_MS, TMAX
+from lakehistory.names import END, START
 from lakehistory_tools.generator import SourceSimulator, get_table
 from lakehistory_tools.generator.batches import to_python
 from oracle.fivetran import apply_stream, state_at

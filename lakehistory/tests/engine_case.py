@@ -1,7 +1,7 @@
-"""The history merge called as the strategy macro calls it (staging, then the engine) on dbt's
-Spark session and real Delta tables, without a dbt invocation per step: for tests that apply
-many streams (tests/history/test_catch_up.py, test_stops.py), and reverts as their run-operations
-call them."""
+"""The history merge called as the strategy macro calls it (staging, then the engine) on a Spark
+session and real Delta tables, with no dbt invocation: for tests that apply many streams
+(tests/history/test_catch_up.py, test_stops.py), and reverts as their run-operations call them.
+The session is dbt's profile's (`DbtProject.spark` starts it through dbt when none runs yet)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,19 @@ from pathlib import Path
 from history_case import normalize
 
 from harness import DbtProject, copy_project, unique_schema
-from lakehistory.history import revert
 from lakehistory.history.apply import apply_pending
+from lakehistory.history.table import Versioning
+from lakehistory.history.transactions import ensure_transactions_table
+from lakehistory.history.uuids import transaction_uuid_sql
 from lakehistory.landing.batch import Batch, Column
 from lakehistory.landing.staging import register_pending_batches
-from lakehistory.landing.writer import write_batch
+from lakehistory.landing.write import write_batch
+from lakehistory.operations import revert
 from oracle.streams import deleted_column_of
 from oracle.transaction_time import ordered
 
 OPEN = 9223372036854775807
-VERSIONING = {"version_type": "integer", "open_end": "max", "append_only": False}
+VERSIONING = Versioning(version_type="integer", open_end="max", append_only=False)
 
 
 @dataclasses.dataclass
@@ -34,9 +37,9 @@ class Engine:
         """A schema with the project's transactions table, on dbt's Spark session."""
         project = DbtProject(copy_project(folder), unique_schema(label))
         project.spark.sql(f"create schema if not exists `{project.schema}`")
-        project.run_ok("run-operation", "lakehistory.ensure_transactions_table")
-        uuid_sql = project.compile_inline("{{ lakehistory.naksha_uuid('`txn_id`', '`started_at`', 0) }}").strip()
-        return cls(project, uuid_sql)
+        engine = cls(project, transaction_uuid_sql(database_id=0))
+        ensure_transactions_table(project.spark, engine.transactions)
+        return engine
 
     @property
     def transactions(self) -> str:

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness import DbtProject
-from lakehistory.landing.batch import ACTIVE, END, START, SYNCED, TMAX, Batch, Column, Row
-from lakehistory.landing.writer import write_batch
+from lakehistory.landing.batch import TMAX, Batch, Column, Row
+from lakehistory.landing.write import write_batch
+from lakehistory.names import ACTIVE, END, START, SYNCED
 
 OPEN = 9223372036854775807
 SOURCE = "test_landing"

@@ -10,9 +10,10 @@ import threading
 import pytest
 from engine_case import Engine
 
-from lakehistory.history import apply, ledger, syncs, writer
+from lakehistory.history import apply, ledger, lock, syncs
 from lakehistory.landing import run_reads
-from lakehistory.landing.batch import END, START, TMAX, Batch, Column, Sync
+from lakehistory.landing.batch import TMAX, Batch, Column, Sync
+from lakehistory.names import END, START
 
 COLUMNS = [Column("id", "bigint"), Column("name", "string")]
 DAY = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
@@ -65,10 +66,10 @@ def land_alone(engine: Engine, table: str, plan: dict[int, list[str]], name: str
 
 def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a new dbt process starts with: nothing this one read or held."""
-    writer.let_go_all()
+    lock.let_go_all()
     for module, name in (
         (apply, "_recovered_invocations"),
-        (writer, "unrecorded"),
+        (lock, "unrecorded"),
         (run_reads, "_runs"),
         (run_reads, "_syncs"),
         (syncs, "_seen"),

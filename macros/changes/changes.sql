@@ -156,7 +156,7 @@ changes as (
     of its history table; declared once, in Python, for the `_hx` models too. -#}
 {% macro _moved_rows(t) %}
   {%- if not execute -%}{{ return('true') }}{%- endif -%}
-  {{ return(adapter.call_python('lakehistory.history.transactions:moved_rows_sql', {'alias': t})) }}
+  {{ return(lakehistory._engine('moved_rows_sql', {'alias': t})) }}
 {% endmacro %}
 
 
@@ -220,5 +220,5 @@ changes as (
 {#- The column names lakehistory gives a `kind` table's own columns (lakehistory.names.RESERVED),
     or with 'history_system' the columns a history table adds to its source's. -#}
 {% macro _reserved_columns(kind) %}
-  {{ return(adapter.call_python('lakehistory.names:reserved_columns', {'kind': kind})) }}
+  {{ return(lakehistory._engine('reserved_columns', {'kind': kind})) }}
 {% endmacro %}

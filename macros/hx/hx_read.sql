@@ -79,21 +79,20 @@
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}
   {%- set hx = lakehistory._hx_config(relation) -%}
-  {%- set resolved = namespace(sql='(select * from ' ~ relation ~ ')') -%}
+  {%- set foreign_keys = [] -%}
   {%- for fk in hx.get('foreign_keys') or [] -%}
     {%- set parent = lakehistory._model_relation(fk.parent) -%}
     {%- set parent_table = lakehistory._hx_config(parent).table -%}
-    {#- the rule the build resolves with (lakehistory.hx.history_fk_sql), over the parent rows known now -#}
-    {%- set resolved.sql = '(' ~ adapter.call_python('lakehistory.hx:hx_resolved_sql', {
-          'children': resolved.sql,
+    {%- do foreign_keys.append({
           'columns': fk.columns,
           'parent': parent | string,
           'parent_columns': fk.get('parent_columns') or fk.columns,
           'parent_id': parent_table ~ '_hx_id',
           'resolved_as': parent_table ~ '_hx_id_valid',
-        }) ~ ')' -%}
+        }) -%}
   {%- endfor -%}
-  {{ return(resolved.sql) }}
+  {#- the rule the build resolves with (lakehistory.hx.history_fk_sql), over the parent rows known now -#}
+  {{ return(lakehistory._engine('hx_resolved_sql', {'relation': relation | string, 'foreign_keys': foreign_keys})) }}
 {% endmacro %}
 
 

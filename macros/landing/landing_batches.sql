@@ -33,16 +33,13 @@
   {%- if not lakehistory._builds() -%}
     {{ return(adapter.quote(view)) }}
   {%- endif -%}
-  {%- do adapter.call_python('lakehistory.landing.staging:register_pending_batches', {
+  {%- do lakehistory._engine('stage_batches', {
       'view': view,
       'landing_root': landed.landing_root,
       'table': table_name,
       'key': landed.key,
       'columns': landed.columns,
-      'transactions': lakehistory.transactions_relation() | string,
-      'invocation_id': invocation_id,
-      'run_tables': [] if adapter.call_python('lakehistory.landing.run_reads:known', {'invocation_id': invocation_id})
-                     else lakehistory._run_landed_tables(),
+      'run_tables': [] if lakehistory._engine('landing_read_for_run') else lakehistory._run_landed_tables(),
   }) -%}
   {{ return(adapter.quote(view)) }}
 {% endmacro %}

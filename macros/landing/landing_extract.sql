@@ -45,14 +45,13 @@
   {%- if not lakehistory._builds() -%}
     {{ return(staged) }}
   {%- endif -%}
-  {%- do adapter.call_python('lakehistory.landing.extracts:stage_next_extract', {
+  {%- do lakehistory._engine('stage_extract', {
       'staged': staged | string,
       'landing_root': landed.landing_root,
       'table': table_name,
       'key': landed.key,
       'columns': landed.columns,
       'snapshot': snapshot | string,
-      'transactions': lakehistory.transactions_relation() | string,
   }) -%}
   {{ return(staged) }}
 {% endmacro %}

@@ -6,8 +6,8 @@
       variant 0b10 (2) | year - 2000 (10) | month (4) | day (5) | object type (3) | database id (40)
 
   Object types: 0 = transaction, 1 = feature state. The database id is the project var
-  `lakehistory_database_id` (0 to 2^40 - 1, default 0). The seed's diagram writes the version
-  nibble as `1000`; its text, its example uuid and RFC 4122 say 4 (`0100`), which is what we write.
+  `lakehistory_database_id` (0 to 2^40 - 1, default 0). The expression is written once, in
+  Python (lakehistory.history.uuids), which writes the transactions' uuids with it too.
 
   Both macros return SQL expressions, so they run set-based inside any query.
 -#}
@@ -16,18 +16,8 @@
 {% endmacro %}
 
 {% macro default__naksha_uuid(object_id, at, object_type) %}
-  {%- set id = 'cast(' ~ object_id ~ ' as bigint)' -%}
-  {%- set high = 'shiftleft(shiftright(' ~ id ~ ', 12), 16) | 16384 | (' ~ id ~ ' & 4095)' -%}
-  {%- set low -%}
-    shiftleft(2L, 62)
-    | shiftleft(cast(year({{ at }}) - 2000 as bigint), 52)
-    | shiftleft(cast(month({{ at }}) as bigint), 48)
-    | shiftleft(cast(day({{ at }}) as bigint), 43)
-    | shiftleft(cast({{ object_type }} as bigint), 40)
-    | {{ lakehistory.database_id() }}
-  {%- endset -%}
-  {{- return("regexp_replace(lower(concat(lpad(hex(" ~ high ~ "), 16, '0'), lpad(hex(" ~ low ~ "), 16, '0'))),"
-      ~ " '^(.{8})(.{4})(.{4})(.{4})(.{12})$', '$1-$2-$3-$4-$5')") -}}
+  {%- if not execute -%}{{ return('cast(null as string)') }}{%- endif -%}
+  {{- return(lakehistory._engine('naksha_uuid', {'object_id': object_id, 'at': at, 'object_type': object_type})) -}}
 {% endmacro %}
 
 

@@ -15,7 +15,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from lakehistory.landing.batch import ACTIVE, END, ONE_MS, START, SYNCED, TMAX, UNMODIFIED, Batch
+from lakehistory.landing.batch import ONE_MS, TMAX, UNMODIFIED, Batch
+from lakehistory.names import ACTIVE, END, START, SYNCED
 from lakehistory_tools.generator import GeneratorConfig, SourceSimulator, generate, landed_syncs
 from lakehistory_tools.generator.batches import TMAX_MS, key_intervals, ms_to_dt, to_ms, to_python
 from lakehistory_tools.generator.domain import OBS_RAW, TABLE_NAMES, TABLES, domain_as_dict, get_table

@@ -89,8 +89,8 @@ def hx_id(table: str) -> str:
     return f"{table}_hx_id"
 
 
-def reserved_columns(_spark: object, kind: str) -> list[str]:
-    """Entry point for the macro `lakehistory._reserved_columns`: `RESERVED[kind]`, or with kind
+def reserved_columns(kind: str) -> list[str]:
+    """`RESERVED[kind]`, or with kind
     `history_system` the columns a history table adds to its source's."""
     return list(HISTORY_SYSTEM if kind == "history_system" else RESERVED[kind])
 

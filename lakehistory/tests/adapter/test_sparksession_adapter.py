@@ -12,7 +12,7 @@ from dbt.adapters.sparksession.impl import SparkSessionAdapter, _seed_cell
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from harness import REPO_ROOT, DbtProject
-from lakehistory.platform import jars
+from lakehistory.runtime import jars
 
 
 def lookup(context: dict, strategy: str):

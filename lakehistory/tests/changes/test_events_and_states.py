@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, examples, unique_schema
 from lakehistory.history import apply
-from lakehistory.landing.batch import ACTIVE, END, ONE_MS, START, Column
+from lakehistory.landing.batch import ONE_MS, Column
+from lakehistory.names import ACTIVE, END, START
 from oracle.fivetran import apply_batch
 from oracle.replay import DELETE, INSERT, UPDATE_FROM, UPDATE_TO, decode, replay_events, replay_states
 from oracle.streams import batch_streams, key_columns_of

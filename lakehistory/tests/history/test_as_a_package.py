@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness import REPO_ROOT, DbtProject, unique_schema
-from lakehistory.history import writer
+from lakehistory.history import lock
 from lakehistory.landing.batch import TMAX, Batch, Column
-from lakehistory.landing.writer import write_batch
+from lakehistory.landing.write import write_batch
 
 DBT_PROJECT = """\
 name: shop
@@ -179,7 +179,7 @@ def test_commands_that_render_sql_read_no_landing_file_and_write_no_table(shop: 
 
     # The process lets go of the writer lock its runs took: its keeper would otherwise let go,
     # a write of this process, not of a command, in the middle.
-    writer.let_go_all()
+    lock.let_go_all()
     before = versions()
     refused = shop.landing / "orders" / "b2"
     refused.mkdir(parents=True)

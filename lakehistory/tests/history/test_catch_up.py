@@ -20,12 +20,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness import examples
-from lakehistory.history import apply, ledger, writer
+from lakehistory.history import apply, ledger, lock
 from lakehistory.history.apply import HistoryError
 from lakehistory.landing import run_reads
-from lakehistory.landing.batch import EARLIEST, END, START, TMAX, Batch, Column
+from lakehistory.landing.batch import TMAX, Batch, Column
 from lakehistory.landing.manifests import Applied, applied_batches, read_manifests
 from lakehistory.landing.spec import BatchError
+from lakehistory.names import EARLIEST, END, START
 from oracle.fivetran import apply_batch, key_of
 from oracle.streams import batch_streams
 from oracle.transaction_time import ordered, physical_rows
@@ -169,7 +170,7 @@ def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_ap
     recovery then records it from the commit. The table's own model applies nothing twice."""
     engine.land("rec_a", [one_row("rec_a", 1)])
     engine.land("rec_b", [one_row("rec_b", 1)])
-    monkeypatch.setattr(writer, "unrecorded", set())  # the stopped run's, not the next tests'
+    monkeypatch.setattr(lock, "unrecorded", set())  # the stopped run's, not the next tests'
 
     def stop(name: str) -> None:
         if name == "committed":
@@ -179,9 +180,9 @@ def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_ap
     with pytest.raises(RuntimeError, match="stopped"):
         engine.apply("rec_a", ROW_COLUMNS, ["id"])
     monkeypatch.setattr(apply, "_reached", lambda name: None)
-    writer.let_go_all()  # the lock's row says a commit was left unrecorded, as a killed holder's would
+    lock.let_go_all()  # the lock's row says a commit was left unrecorded, as a killed holder's would
     monkeypatch.setattr(apply, "_recovered_invocations", set())  # a new process
-    monkeypatch.setattr(writer, "unrecorded", set())
+    monkeypatch.setattr(lock, "unrecorded", set())
 
     both = ["rec_a", "rec_b"]
     engine.stage("rec_a", ROW_COLUMNS, ["id"], "recovery-1", run_tables=both)
@@ -202,21 +203,21 @@ def test_the_next_writer_checks_every_table_only_when_the_last_one_may_have_left
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spark = engine.project.spark
-    monkeypatch.setattr(writer, "unrecorded", set())
+    monkeypatch.setattr(lock, "unrecorded", set())
 
     def next_writer_checks() -> bool:
-        with writer.holding(spark, engine.writer_lock, 10):
-            return writer.must_check_every_table()
+        with lock.holding(spark, engine.writer_lock, 10):
+            return lock.must_check_every_table()
 
-    writer.let_go_all()
+    lock.let_go_all()
     assert not next_writer_checks(), "let go with every commit recorded"
-    monkeypatch.setattr(writer, "unrecorded", {engine.target("somewhere")})
-    writer.let_go_all()
-    monkeypatch.setattr(writer, "unrecorded", set())
+    monkeypatch.setattr(lock, "unrecorded", {engine.target("somewhere")})
+    lock.let_go_all()
+    monkeypatch.setattr(lock, "unrecorded", set())
     assert next_writer_checks(), "let go with a commit unrecorded"
-    with writer.holding(spark, engine.writer_lock, 10):
-        writer.checked_every_table()
-        assert not writer.must_check_every_table(), "checked once per hold"
+    with lock.holding(spark, engine.writer_lock, 10):
+        lock.checked_every_table()
+        assert not lock.must_check_every_table(), "checked once per hold"
 
 
 def test_what_the_writer_knows_of_the_transactions_table_is_what_a_scan_of_it_reads(engine: Engine) -> None:
@@ -227,12 +228,12 @@ def test_what_the_writer_knows_of_the_transactions_table_is_what_a_scan_of_it_re
             engine.land(table, [one_row(table, n)])
             engine.apply(table, ROW_COLUMNS, ["id"])
     spark, targets = engine.project.spark, [engine.target("known_a"), engine.target("known_b")]
-    with writer.holding(spark, engine.writer_lock, 10):
+    with lock.holding(spark, engine.writer_lock, 10):
         ledger.recorded_for(spark, engine.transactions, targets)  # what the next ones are kept from
         engine.land("known_a", [one_row("known_a", 3)])
         engine.apply("known_a", ROW_COLUMNS, ["id"])
         known = ledger._known[engine.transactions]
-        assert known.hold == writer.active_hold() and set(targets) <= set(known.tables)
+        assert known.hold == lock.active_hold() and set(targets) <= set(known.tables)
         kept = ledger.recorded_for(spark, engine.transactions, targets)
     scanned = ledger.recorded_for(spark, engine.transactions, targets)  # no lock held: a scan
     assert kept == scanned

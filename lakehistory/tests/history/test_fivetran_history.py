@@ -14,17 +14,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness import DbtProject, copy_project, unique_schema
-from lakehistory.landing.batch import (
-    EARLIEST,
-    ONE_MS,
-    START,
-    TMAX,
-    UNMODIFIED,
-    Batch,
-    Column,
-    SchemaChange,
-    Truncate,
-)
+from lakehistory.landing.batch import ONE_MS, TMAX, UNMODIFIED, Batch, Column, SchemaChange, Truncate
+from lakehistory.names import EARLIEST, START
 from oracle.fivetran import apply_batch
 from oracle.streams import batch_streams, deleted_column_of, key_columns_of
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from engine_case import Engine
 
-from lakehistory.history import apply, writer
-from lakehistory.landing.batch import END, START, TMAX, Batch, Column, SchemaChange
+from lakehistory.history import apply, lock
+from lakehistory.landing.batch import TMAX, Batch, Column, SchemaChange
+from lakehistory.names import END, START
 
 BASE = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 COLUMNS = [Column("id", "bigint"), Column("name", "string")]
@@ -115,7 +116,7 @@ def test_a_run_stopped_anywhere_and_run_again_converges(
             monkeypatch.setattr(apply, "_reached", lambda name: None)
             # A new process: no memory of the stopped run.
             monkeypatch.setattr(apply, "_recovered_invocations", set())
-            monkeypatch.setattr(writer, "unrecorded", set())
+            monkeypatch.setattr(lock, "unrecorded", set())
             engine.apply(table, columns, ["id"])
             got = (engine.physical(table), engine.transactions_of(table))
             assert got == want, f"stopped at {point} #{occurrence} (stopped: {stopped})"

@@ -14,8 +14,8 @@ import pytest
 from engine_case import Engine
 from sync_case import batch, compile_cut, ids_by_sync, land_syncs, new_process, run, visible
 
-from lakehistory.history import revert
 from lakehistory.history.apply import HistoryError
+from lakehistory.operations import revert
 
 KEY = ["id"]
 

@@ -25,9 +25,9 @@ from sync_case import (
     visible,
 )
 
+from lakehistory.command.commands import Inspector
 from lakehistory.history import apply
 from lakehistory.history.apply import HistoryError
-from lakehistory.inspect.commands import Inspector
 from lakehistory.landing.batch import Sync
 from lakehistory.landing.spec import BatchError
 from lakehistory.landing.syncs import SyncOf, gather, parse_sidecar

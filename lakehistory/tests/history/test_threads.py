@@ -13,7 +13,8 @@ import pytest
 from engine_case import Engine
 
 from lakehistory.history import apply, ledger
-from lakehistory.landing.batch import END, START, TMAX, Batch, Column
+from lakehistory.landing.batch import TMAX, Batch, Column
+from lakehistory.names import END, START
 
 COLUMNS = [Column("id", "bigint"), Column("name", "string")]
 AT = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)

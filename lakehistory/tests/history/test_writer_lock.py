@@ -1,4 +1,4 @@
-"""One writer at a time (lakehistory.history.writer) on real Delta tables: two writers racing for
+"""One writer at a time (lakehistory.history.lock) on real Delta tables: two writers racing for
 the lock get it one at a time, a held lock stops a history model before it changes anything and
 names the holder, a lapsed or dead one is taken over, a table with nothing pending takes no lock,
 and a second process on the embedded lakehouse is told that it is in use. Through one Connect
@@ -18,7 +18,8 @@ import pytest
 from history_case import HistoryCase, T, batch, version
 
 from harness import DbtProject, copy_project, transaction_rows, unique_schema
-from lakehistory.history import apply, ledger, writer
+from lakehistory.history import apply, ledger
+from lakehistory.history import lock as lock_module
 from lakehistory.history.apply import DELTA_VERSION, STARTED_AT, TXN_ID, run_transaction
 from lakehistory.history.transactions import column_list, ensure_transactions_table
 from lakehistory.landing.batch import Column
@@ -39,11 +40,11 @@ def lock_of(project: DbtProject) -> str:
 
 def test_two_writers_racing_for_the_lock_get_it_one_at_a_time(project: DbtProject) -> None:
     spark, lock = project.spark, project.table("race_writer")
-    writer._create(spark, lock)
+    lock_module._create(spark, lock)
 
     def attempt(start: threading.Barrier, won: dict[str, bool], token: str) -> None:
         start.wait()
-        won[token] = writer.take(spark, lock, token, f"writer {token}")
+        won[token] = lock_module.take(spark, lock, token, f"writer {token}")
 
     for round_ in range(2):
         start = threading.Barrier(2)
@@ -56,7 +57,7 @@ def test_two_writers_racing_for_the_lock_get_it_one_at_a_time(project: DbtProjec
         assert sorted(won.values()) == [False, True], won
         winner = next(t for t, ok in won.items() if ok)
         assert [r["token"] for r in project.rows(f"select token from {lock}")] == [winner]
-        writer.let_go(spark, lock, winner)
+        lock_module.let_go(spark, lock, winner)
 
 
 def test_renewing_the_lock_while_dbt_lists_the_schema_hides_no_relation(project: DbtProject) -> None:
@@ -70,12 +71,12 @@ def test_renewing_the_lock_while_dbt_lists_the_schema_hides_no_relation(project:
     for n in range(40):
         spark.sql(f"create view {schema}.`v{n}` as select {n} as n")
     lock = f"{schema}.`lakehistory_transactions_writer`"
-    writer._create(spark, lock)
+    lock_module._create(spark, lock)
     stop, renewals, failures = threading.Event(), [0], []
 
     def renew() -> None:
         while not stop.is_set():
-            writer.take(spark, lock, "keeper", "keeper")
+            lock_module.take(spark, lock, "keeper", "keeper")
             renewals[0] += 1
 
     keeper = threading.Thread(target=renew)
@@ -98,7 +99,7 @@ def test_letting_go_at_exit_waits_for_a_renewal_in_flight(project: DbtProject, m
     renewal's commit was refused and the hold stayed for a whole lease."""
     spark, lock = project.spark, project.table("exit_writer")
     renewing, releasing, spans = threading.Event(), threading.Event(), {}
-    update = writer._update
+    update = lock_module._update
 
     def timed(*args: object) -> None:
         if args[1] != lock:  # a keeper of another test's lock, still renewing in this process
@@ -113,12 +114,12 @@ def test_letting_go_at_exit_waits_for_a_renewal_in_flight(project: DbtProject, m
         if renewal or releasing.is_set():  # not the take
             spans.setdefault("renewal" if renewal else "release", (started, time.monotonic()))
 
-    monkeypatch.setattr(writer, "RENEW_SECONDS", 0.2)
-    monkeypatch.setattr(writer, "_update", timed)
-    writer.hold(spark, lock, 10)
+    monkeypatch.setattr(lock_module, "RENEW_SECONDS", 0.2)
+    monkeypatch.setattr(lock_module, "_update", timed)
+    lock_module.hold(spark, lock, 10)
     assert renewing.wait(10)
     releasing.set()
-    writer.let_go_all()
+    lock_module.let_go_all()
     assert "renewal" in spans and spans["release"][0] >= spans["renewal"][1], spans
     assert [r["token"] for r in project.rows(f"select token from {lock}")] == [None]
 
@@ -144,11 +145,11 @@ def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in
     in_lock, taken = threading.Event(), []
 
     def history_writer() -> None:
-        with writer.holding(spark, lock, 60):
+        with lock_module.holding(spark, lock, 60):
             in_lock.set()
             time.sleep(2)  # the transaction below is waiting for the lock by now
             first_row = row("1", "batch", "current_timestamp()", "7")
-            spark.sql(f"insert into {transactions} ({column_list(spark)}) {first_row}")
+            spark.sql(f"insert into {transactions} ({column_list()}) {first_row}")
 
     first = threading.Thread(target=history_writer)
     first.start()
@@ -159,7 +160,7 @@ def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in
     second.start()
     first.join()
     second.join()
-    writer.let_go_all()
+    lock_module.let_go_all()
     assert taken == [2]
     rows = project.rows(f"select txn_id, operation, delta_version from {transactions} order by txn_id")
     assert [tuple(r.values()) for r in rows] == [(1, "batch", 7), (2, "cleanup", 0)]
@@ -170,10 +171,10 @@ def test_a_held_lock_stops_a_history_run_naming_its_holder_and_a_lapsed_one_is_t
 ) -> None:
     """Where the holder's liveness cannot be known (a metastore several processes share, a holder
     on another machine), only its lease says it is gone."""
-    monkeypatch.setattr(writer, "_embedded_metastore", lambda spark: False)
+    monkeypatch.setattr(lock_module, "_embedded_metastore", lambda spark: False)
     spark, lock = project.spark, lock_of(project)
-    writer._create(spark, lock)
-    assert writer.take(spark, lock, "elsewhere", "ops@batch-host pid 4242 jvm 4243 on 0123456789ab")
+    lock_module._create(spark, lock)
+    assert lock_module.take(spark, lock, "elsewhere", "ops@batch-host pid 4242 jvm 4243 on 0123456789ab")
     case = HistoryCase(project, "ledger", COLS, ["id"])
     case.land(batch("ledger", COLS, "id", 1, "alice", [version(T(1), id=1, name="a")]))
 
@@ -185,8 +186,8 @@ def test_a_held_lock_stops_a_history_run_naming_its_holder_and_a_lapsed_one_is_t
     spark.sql(f"update {lock} set expires_at = current_timestamp() - interval 1 second")
     case.run()
     assert [t["txn_id"] for t in case.transactions()] == [1]
-    assert [r["token"] for r in project.rows(f"select token from {lock}")] == [writer.TOKEN]
-    writer.let_go_all()
+    assert [r["token"] for r in project.rows(f"select token from {lock}")] == [lock_module.TOKEN]
+    lock_module.let_go_all()
     assert [r["token"] for r in project.rows(f"select token from {lock}")] == [None]
 
 
@@ -194,8 +195,8 @@ def dead_label(spark) -> str:
     """The label of a holder on this machine whose process and JVM are gone."""
     child = subprocess.Popen(["true"])  # noqa: S607 - a process that has exited
     child.wait()
-    user_host = writer.holder_label(spark).split(" pid ")[0]
-    return f"{user_host} pid {child.pid} jvm {child.pid} on {writer._machine()}"
+    user_host = lock_module.holder_label(spark).split(" pid ")[0]
+    return f"{user_host} pid {child.pid} jvm {child.pid} on {lock_module._machine()}"
 
 
 @pytest.mark.parametrize("embedded", [True, False], ids=["embedded_metastore", "same_machine"])
@@ -204,21 +205,21 @@ def test_a_dead_holder_is_taken_over_at_once(project: DbtProject, monkeypatch: p
     elsewhere, one on this machine whose process and JVM are gone. Its hold has not lapsed: the run
     takes over without waiting, and says so."""
     if not embedded:
-        monkeypatch.setattr(writer, "_embedded_metastore", lambda spark: False)
+        monkeypatch.setattr(lock_module, "_embedded_metastore", lambda spark: False)
     spark, lock = project.spark, lock_of(project)
-    writer._create(spark, lock)
+    lock_module._create(spark, lock)
     holder = "ops@batch-host pid 4242 jvm 4243 on 0123456789ab" if embedded else dead_label(spark)
-    assert writer.dead_because(spark, holder)
-    assert writer.take(spark, lock, "dead", holder)
+    assert lock_module.dead_because(spark, holder)
+    assert lock_module.take(spark, lock, "dead", holder)
     said: list[str] = []
-    monkeypatch.setattr(writer, "_say", said.append)
-    writer.hold(spark, lock, wait_seconds=0)
-    assert [r["token"] for r in project.rows(f"select token from {lock}")] == [writer.TOKEN]
+    monkeypatch.setattr(lock_module, "_say", said.append)
+    lock_module.hold(spark, lock, wait_seconds=0)
+    assert [r["token"] for r in project.rows(f"select token from {lock}")] == [lock_module.TOKEN]
     assert said and f"from {holder}" in said[0], said
-    writer.let_go_all()
+    lock_module.let_go_all()
     # a live holder of this machine (this very process, under another token) is not dead
     if not embedded:
-        assert writer.dead_because(spark, writer.holder_label(spark)) is None
+        assert lock_module.dead_because(spark, lock_module.holder_label(spark)) is None
 
 
 def test_recording_an_id_another_writer_took_fails_and_records_nothing(project: DbtProject) -> None:
@@ -254,14 +255,14 @@ def test_a_run_paused_past_its_lease_stops_before_its_commit(
 
     def pause(point: str) -> None:
         if point == "computed":
-            for held in writer._held.values():
-                held.renewed -= writer.LEASE_SECONDS
+            for held in lock_module._held.values():
+                held.renewed -= lock_module.LEASE_SECONDS
 
     monkeypatch.setattr(apply, "_reached", pause)
     error = case.run_fails()
     assert "past its lease" in error, error
     assert case.physical_rows() == before and len(case.transactions()) == 1
-    writer.let_go_all()
+    lock_module.let_go_all()
 
 
 def test_a_table_with_nothing_pending_is_left_alone_without_the_writer_lock(
@@ -278,7 +279,7 @@ def test_a_table_with_nothing_pending_is_left_alone_without_the_writer_lock(
         raise AssertionError("a table with nothing pending took the writer lock")
 
     with monkeypatch.context() as patched:
-        patched.setattr(writer, "hold", no_lock)
+        patched.setattr(lock_module, "hold", no_lock)
         case.run()
     assert case.physical_rows() == before and len(case.transactions()) == 1
 

@@ -18,7 +18,8 @@ from hx_case import add_hx, add_main
 from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, examples, unique_schema
-from lakehistory.landing.batch import END, ONE_MS, START, TMAX, Column
+from lakehistory.landing.batch import ONE_MS, TMAX, Column
+from lakehistory.names import END, START
 from oracle.fivetran import apply_batch, state_at
 from oracle.hx import HxOracle
 from oracle.streams import batch_streams, key_columns_of

@@ -21,20 +21,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lakehistory.landing.batch import (
-    ACTIVE,
-    EARLIEST,
-    END,
-    ONE_MS,
-    START,
-    SYNCED,
-    SYSTEM_COLUMNS,
-    UNMODIFIED,
-    Batch,
-    Row,
-    SchemaChange,
-    Truncate,
-)
+from lakehistory.landing.batch import ONE_MS, UNMODIFIED, Batch, Row, SchemaChange, Truncate
+from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED
+from lakehistory.names import FIVETRAN_SYSTEM as SYSTEM_COLUMNS
 
 __all__ = ["BatchError", "apply_batch", "apply_stream", "earliest_set", "key_of", "state_at", "table_columns"]
 

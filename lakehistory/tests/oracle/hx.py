@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lakehistory.landing.batch import ACTIVE, END, ONE_MS, START, Row
+from lakehistory.landing.batch import ONE_MS, Row
+from lakehistory.names import ACTIVE, END, START
 
 Key = tuple
 

@@ -27,19 +27,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from lakehistory.landing.batch import (
-    ACTIVE,
-    EARLIEST,
-    END,
-    ONE_MS,
-    START,
-    SYNCED,
-    TMAX,
-    UNMODIFIED,
-    Batch,
-    Column,
-    Row,
-)
+from lakehistory.landing.batch import ONE_MS, TMAX, UNMODIFIED, Batch, Column, Row
+from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED
 
 __all__ = [
     "DELETED_COLUMNS",

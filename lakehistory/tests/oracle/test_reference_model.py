@@ -1,5 +1,5 @@
 """Pure-Python tests of the reference model (fivetran.py), the stream strategies (streams.py) and the
-batch writer (lakehistory.landing.writer). No Spark, no dbt."""
+batch writer (lakehistory.landing.write). No Spark, no dbt."""
 
 from __future__ import annotations
 
@@ -18,21 +18,9 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakehistory.landing.batch import (
-    ACTIVE,
-    EARLIEST,
-    END,
-    ONE_MS,
-    START,
-    SYNCED,
-    TMAX,
-    UNMODIFIED,
-    Batch,
-    Column,
-    SchemaChange,
-    Truncate,
-)
-from lakehistory.landing.writer import format_timestamp, write_batch
+from lakehistory.landing.batch import ONE_MS, TMAX, UNMODIFIED, Batch, Column, SchemaChange, Truncate
+from lakehistory.landing.write import format_timestamp, write_batch
+from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED
 
 from .fivetran import BatchError, apply_batch, apply_stream, earliest_set, state_at
 from .streams import DELETED_COLUMNS, batch_streams, streams_with_history

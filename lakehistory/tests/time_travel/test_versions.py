@@ -9,7 +9,7 @@ import datetime as dt
 from demo_reference import HISTORY, compile_many, known_after, naive
 
 from harness import DbtProject
-from lakehistory.landing.batch import ACTIVE, END, START
+from lakehistory.names import ACTIVE, END, START
 from lakehistory_tools.generator import get_table
 
 FIVETRAN = (START, END, ACTIVE)

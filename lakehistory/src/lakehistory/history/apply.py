@@ -1,13 +1,13 @@
 """The `fivetran_history` strategy's engine: applies a history table's pending batches.
 
-    adapter.call_python('lakehistory.history.apply:apply_pending', {...})   # from the strategy macro
+    lakehistory.door.apply_pending   # from the strategy macro, through the door
 
 Per run of a history model (one that finds no batch staged, no column to add and no commit of
 its table unrecorded stops before step 1, without the writer lock; of a table that has every
 column, the first group's changes of step 3 are computed before it, while other models write):
 1. Record what the history table committed that the transactions table lacks (ledger.py), for
    this table and, when the writer lock was not let go cleanly by its last holder (a killed run,
-   a lapsed hold: writer.py), for every history table of the project, so that no new
+   a lapsed hold: lock.py), for every history table of the project, so that no new
    transaction id can repeat an id a stopped run already committed.
 2. Drop the staged batches that step 1 just recorded (staging left out those recorded before):
    which batches are applied is decided by the history tables' own commits, so a run stopped
@@ -30,11 +30,12 @@ import datetime as dt
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, syncs, writer
+from lakehistory.history import ledger, lock, syncs
 from lakehistory.history.group import (
     ROW_KINDS,
     SKIP_EMPTY_COMMITS,
@@ -46,9 +47,8 @@ from lakehistory.history.group import (
     version_sql,
     write_group,
 )
-from lakehistory.history.rules import Layout
+from lakehistory.history.layout import Layout
 from lakehistory.history.session import own_session, session_conf
-from lakehistory.history.sql import q
 from lakehistory.history.table import (
     HistoryError,
     Versioning,
@@ -60,6 +60,7 @@ from lakehistory.history.table import (
 from lakehistory.history.transactions import COLUMNS
 from lakehistory.landing import extracts, run_reads
 from lakehistory.landing.syncs import SyncOf
+from lakehistory.sql import q
 
 __all__ = ["HistoryError", "apply_pending", "record_commits", "recover", "run_transaction"]
 
@@ -100,7 +101,7 @@ def apply_pending(
     transactions: str,
     keys: Sequence[str],
     deleted_column: str | None,
-    versioning: dict,
+    versioning: Versioning,
     uuid_sql: str,
     exists: bool,
     writer_lock: str,
@@ -108,12 +109,12 @@ def apply_pending(
     invocation_id: str = "",
     max_batches_per_commit: int | None = None,
     writer_wait_seconds: float = 600,
-) -> dict:
-    """Entry point for the strategy macro: apply the pending batches in `staged` (the model's
+) -> dict[str, Any]:
+    """For the strategy macro (lakehistory.door): apply the pending batches in `staged` (the model's
     rows, a view of lakehistory.landing_batches) to the history table `target`, at most
     `max_batches_per_commit` batches per group (None: as many as the rules allow), as the one
     writer of the transactions table (`writer_lock`, waiting up to `writer_wait_seconds`)."""
-    versions = Versioning(**versioning)
+
     # The statements run in a copy of dbt's session (session.py); the writer lock is this process's.
     with own_session(spark) as own:
         layout = layout_of(own, staged, keys, deleted_column, table=target)
@@ -131,10 +132,10 @@ def apply_pending(
         # write. Under the lock they stand unless a recovery changed what is pending.
         early = None
         if ready:
-            early = _early_changes(own, target, staged, layout, versions, staged_batches, max_batches_per_commit)
-        with writer.holding(spark, writer_lock, writer_wait_seconds):
+            early = _early_changes(own, target, staged, layout, versioning, staged_batches, max_batches_per_commit)
+        with lock.holding(spark, writer_lock, writer_wait_seconds):
             if not exists:
-                create_table(own, target, layout, versions)
+                create_table(own, target, layout, versioning)
             else:
                 add_new_columns(own, target, layout)
             _reached("columns_added")
@@ -157,7 +158,7 @@ def apply_pending(
                         staged,
                         transactions,
                         layout,
-                        versions,
+                        versioning,
                         uuid_sql,
                         group,
                         plan[at : at + len(group)],
@@ -205,7 +206,7 @@ def _early_changes(
     target: str,
     staged: str,
     layout: Layout,
-    versions: Versioning,
+    versioning: Versioning,
     staged_batches: list[Batch],
     max_batches_per_commit: int | None,
 ) -> _Early | None:
@@ -217,7 +218,7 @@ def _early_changes(
     version = int(spark.sql(f"describe history {target} limit 1").collect()[0].version)
     try:
         group = staged_batches[: _group_end(staged_batches, 0, max_batches_per_commit)]
-        n, changes = _changes_of(spark, target, staged, layout, versions, group)
+        n, changes = _changes_of(spark, target, staged, layout, versioning, group)
     except HistoryError:
         return None
     return _Early(group[:n], changes, version)
@@ -267,7 +268,7 @@ def run_transaction(
     writer_wait_seconds: float = 600,
     capture_of: str | None = None,
 ) -> int:
-    """Entry point for `lakehistory.run_transaction` (snapshot captures and cleanups): as the one
+    """For `lakehistory.run_transaction` (snapshot captures and cleanups): as the one
     writer, record what any history table committed and the transactions table lacks, take the
     next id, run `statements` and then record the transaction's row (`row`, a query of the
     transactions table's columns, in order). They read the id and its start from the session
@@ -280,7 +281,7 @@ def run_transaction(
     process, or a history model in another dbt thread) from taking the same id in between.
     Session variables because Delta's statements bind no SQL parameters; the values set are
     numbers and a time this function makes."""
-    with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
+    with lock.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
         _, state = _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql, versioned)
         state = state or ledger.recorded(spark, transactions, versioned)
         _refuse_during_stopped_revert(spark, transactions, versioned, state)
@@ -303,7 +304,7 @@ def run_transaction(
             spark.sql(statement)
         version = spark.sql(f"describe history {versioned} limit 1").collect()[0].version
         _declare(spark, DELTA_VERSION, "bigint", str(int(version)))
-        writer.check_held()
+        lock.check_held()
         # materialized first: a capture's row reads the transactions table, which the statement
         # recording it writes
         rows = spark.sql(row).toDF(*COLUMNS)
@@ -328,7 +329,7 @@ def record_commits(
         stop("committed")
         ledger.record(spark, transactions, commits, uuid_sql)
     except Exception:
-        writer.unrecorded.update(target for target, _ in commits)
+        lock.unrecorded.update(target for target, _ in commits)
         raise
 
 
@@ -351,7 +352,7 @@ def recover(
     Returns the transactions table's state for `target` (checked last, so that its last id counts
     every other table's) and the batches just recorded, as (source table, batch id)."""
     recovered, state = _recover_others(spark, transactions, {target}, history_tables, invocation_id, uuid_sql, target)
-    writer.unrecorded.discard(target)
+    lock.unrecorded.discard(target)
     state, txns = ledger.recover(spark, transactions, target, uuid_sql, state)
     _note_recovered(invocation_id, transactions, txns)
     return state, {(t.source_table, t.batch_id) for t in recovered + txns}
@@ -376,23 +377,23 @@ def _recover_others(
 ) -> tuple[list[ledger.Txn], ledger.Recorded | None]:
     """Record unrecorded commits of the tables whose record this process could not write, and of
     every history table once per hold of the writer lock whose last holder may have left one
-    (writer.must_check_every_table), but those in `skip`. Returns the transactions
+    (lock.must_check_every_table), but those in `skip`. Returns the transactions
     recorded, and what the transactions table holds for the table `then` the caller checks next:
     read in the same scan as the others' (ledger.recorded_for), None once a recording changed it."""
     if invocation_id not in _recovered_invocations:
         ledger.forget(transactions)
-    every = writer.must_check_every_table()
-    tables = sorted((writer.unrecorded | (set(history_tables) if every else set())) - skip)
+    every = lock.must_check_every_table()
+    tables = sorted((lock.unrecorded | (set(history_tables) if every else set())) - skip)
     states = ledger.recorded_for(spark, transactions, [*tables, then])
     recovered: list[ledger.Txn] = []
     for table in tables:
         if spark.catalog.tableExists(table.replace("`", "")):
             # the last id read before another table's recovery recorded more is stale: read again
             recovered += ledger.recover(spark, transactions, table, uuid_sql, None if recovered else states[table])[1]
-        writer.unrecorded.discard(table)
+        lock.unrecorded.discard(table)
     _recovered_invocations.add(invocation_id)
     if every:
-        writer.checked_every_table()
+        lock.checked_every_table()
     _note_recovered(invocation_id, transactions, recovered)
     return recovered, None if recovered else states[then]
 
@@ -603,7 +604,7 @@ def _apply_group(
     version = version_sql(versions, txns)
     # The commit carries the group's transactions; a group that changes nothing (a re-delivered
     # batch) still commits, so that its transactions are on record in the table too.
-    writer.check_held()
+    lock.check_held()
     with session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}):
         write_group(spark, target, layout, versions, version, changes, group[:n])
     commit = own_commit(spark, target, txns)

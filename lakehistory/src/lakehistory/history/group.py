@@ -10,19 +10,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.history import ledger
+from lakehistory.history.layout import Layout
 from lakehistory.history.rules import (
     CANDIDATES_VIEW,
     GROUP_VIEW,
     STORED_VIEW,
-    Layout,
     candidates_sql,
     changes_sql,
 )
 from lakehistory.history.session import session_conf
-from lakehistory.history.sql import cols, q, same_key
 from lakehistory.history.table import Versioning, current_rows
-from lakehistory.landing.batch import ACTIVE, START, SYNCED
 from lakehistory.landing.syncs import SyncOf
+from lakehistory.names import ACTIVE, START, SYNCED
+from lakehistory.sql import cols, q, same_key
 
 ROW_KINDS = ("replace", "update", "delete", "earliest")
 SKIP_EMPTY_COMMITS = "spark.databricks.delta.skipRecordingEmptyCommits"
@@ -116,7 +116,7 @@ def _least(a: int | None, b: int | None) -> int | None:
 
 
 def stage_stored(
-    spark: SparkSession, target: str, layout: Layout, versions: Versioning, first: Batch, key_range: tuple
+    spark: SparkSession, target: str, layout: Layout, versions: Versioning, first: Batch, key_range: tuple[Any, ...]
 ) -> None:
     """`__lh_stored`: the table's current rows the group reaches: those of its keys (within the
     range of the first key column, a literal bound, so Delta skips the files of other keys) and,

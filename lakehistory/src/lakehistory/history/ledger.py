@@ -16,15 +16,16 @@ import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from lakehistory.history import writer
+from lakehistory.history import lock
 from lakehistory.history.session import session_conf
-from lakehistory.history.sql import q
 from lakehistory.history.transactions import COLUMNS, OPERATION_SYNC_PREFIX, syncs_relation
+from lakehistory.sql import q
 
 COMMIT_KEY = "lakehistory"
 COMMIT_FORMAT = 1
@@ -66,7 +67,7 @@ class TransactionTakenError(RuntimeError):
 
 
 def insert_transactions(
-    spark: SparkSession, transactions: str, rows: DataFrame, first_id: int, recorded: Sequence[tuple] = ()
+    spark: SparkSession, transactions: str, rows: DataFrame, first_id: int, recorded: Sequence[tuple[Any, ...]] = ()
 ) -> None:
     """Record the transactions `rows` (the transactions table's columns, in order; ids from
     `first_id` on) in one commit, only if none of their ids is recorded yet, but by another table
@@ -109,7 +110,7 @@ def insert_transactions(
 @dataclass(frozen=True)
 class Txn:
     """One transaction, as its history table's commit records it: an applied batch, or a revert
-    (revert.py), which has no batch."""
+    (operations/revert.py), which has no batch."""
 
     txn_id: int
     batch_id: str | None
@@ -256,7 +257,7 @@ def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
 @dataclass(frozen=True)
 class _Known:
     """What the transactions table held when this process last read it under the writer lock
-    (`hold`, writer.active_hold), with what it recorded since: while the hold lasts, no other
+    (`hold`, lock.active_hold), with what it recorded since: while the hold lasts, no other
     process writes the table, so this is what it holds, without a read of it (and of Delta's
     state of it, which every record changes)."""
 
@@ -266,7 +267,7 @@ class _Known:
     # history table: its last id, Delta version and last id a revert or undo reserved for it
     tables: dict[str, tuple[int, int | None, int]]
 
-    def after(self, rows: Sequence[tuple]) -> _Known:
+    def after(self, rows: Sequence[tuple[Any, ...]]) -> _Known:
         tables = dict(self.tables)
         for row in rows:  # _ROW_SCHEMA tuples
             txn_id, history, version = row[0], row[3], row[15]
@@ -305,7 +306,7 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
     first writer checks every history table of the project, and one aggregate per table would
     read the whole transactions table once per table. Under the writer lock, what this process
     knows already (_Known) answers without a scan."""
-    hold = writer.active_hold()
+    hold = lock.active_hold()
     known = _known.get(transactions)
     if hold is not None and known is not None and known.hold == hold and all(h in known.tables for h in histories):
         return {h: Recorded(known.last_id, known.last_started, *known.tables[h]) for h in histories}

@@ -3,13 +3,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from lakehistory.history.sql import cols, q
-from lakehistory.landing.batch import ACTIVE, END, START, SYNCED
-
-if TYPE_CHECKING:
-    from lakehistory.history.rules import Layout
+from lakehistory.history.layout import Layout
+from lakehistory.names import ACTIVE, END, START, SYNCED
+from lakehistory.sql import cols, q
 
 
 def truncate_cte(layout: Layout, source: str) -> str:

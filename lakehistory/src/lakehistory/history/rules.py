@@ -41,42 +41,15 @@ Two queries compute a group (each result is small and kept in memory for the nex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from lakehistory.history.layout import Layout
 from lakehistory.history.rewrites import schema_change_ctes, truncate_cte
-from lakehistory.history.sql import cols, lit, q, same_key
-from lakehistory.names import ACTIVE, EARLIEST, END, FIVETRAN_SYSTEM, START, SYNCED
+from lakehistory.names import ACTIVE, EARLIEST, END, FIVETRAN_SYSTEM, START
+from lakehistory.sql import cols, lit, q, same_key
 
 GROUP_VIEW = "__lh_group"
 STORED_VIEW = "__lh_stored"
 CANDIDATES_VIEW = "__lh_candidates"
 SYSTEM = FIVETRAN_SYSTEM
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The columns of one history table: source key, data columns in table order (the deleted
-    column among them when the model names one) and their SQL types."""
-
-    keys: tuple[str, ...]
-    data: tuple[str, ...]
-    types: dict[str, str]
-    deleted_column: str | None = None
-
-    @property
-    def plain(self) -> tuple[str, ...]:
-        """Data columns an update inherits through unmodified_string (never the deleted column)."""
-        return tuple(c for c in self.data if c != self.deleted_column)
-
-    @property
-    def row(self) -> tuple[str, ...]:
-        """Every column of a Fivetran row, in table order."""
-        return (*self.keys, *self.data, *SYSTEM)
-
-    @property
-    def content(self) -> tuple[str, ...]:
-        """What makes two rows of one (key, `_fivetran_start`) the same version."""
-        return (*self.data, END, ACTIVE, SYNCED)
 
 
 def candidates_sql(

@@ -12,7 +12,7 @@ A reservation is its own commit, before any history table's: a run stopped after
 id reserved, and the next run applies the sync under it. The sync becomes visible to readers
 once each of its tables has recorded it (`lakehistory.visible_txn_sql`, macros/time_travel/as_of.sql).
 
-A revert or undo (revert.py) reserves its one transaction for all its tables here too, with what
+A revert or undo (operations/revert.py) reserves its one transaction for all its tables here too, with what
 was asked. Stopped before each table recorded it, it is completed by asking it again; until
 then its tables take no other transaction (apply.py refuses them, naming the command).
 """
@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, writer
+from lakehistory.history import ledger, lock
 from lakehistory.history.session import session_conf
-from lakehistory.history.sql import q
 from lakehistory.history.table import HistoryError
 from lakehistory.history.transactions import OPERATION_SYNC_PREFIX, SYNCS_COLUMNS, syncs_relation
 from lakehistory.landing.syncs import SyncOf
+from lakehistory.sql import q
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Reserved:
 
 
 # Per syncs table: the reservations this process read or made during one hold of the writer lock
-# (writer.active_hold): while it lasts, no other process reserves.
+# (lock.active_hold): while it lasts, no other process reserves.
 _seen: dict[str, tuple[tuple[str, int], dict[str, Reserved]]] = {}
 
 
@@ -57,7 +57,7 @@ def reserve(
     Returns them by sync id, and `state` with the ids and start times taken."""
     table = syncs_relation(transactions)
     by_id = {sync.id: sync for sync in wanted}
-    hold = writer.active_hold()
+    hold = lock.active_hold()
     seen = _seen[table][1] if hold is not None and table in _seen and _seen[table][0] == hold else {}
     unseen = sorted(set(by_id) - set(seen))
     if unseen:
@@ -129,7 +129,7 @@ def _insert(spark: SparkSession, table: str, reserved: list[Reserved], request: 
         "raise_error(concat('lakehistory: sync ', s.`sync_id`, ' or transaction ', cast(s.`txn_id` as string),"
         " ' is already reserved'))"
     )
-    writer.check_held()
+    lock.check_held()
     try:
         with session_conf(spark, {ledger.MERGE_SOURCE_COPY: "none"}):  # the rows are data in memory
             spark.sql(
@@ -167,7 +167,7 @@ def _contradiction(sync: SyncOf, found: Reserved) -> str:
 
 @dataclass(frozen=True)
 class Operation:
-    """A revert's or undo's reservation (revert.py): its transaction, what was asked (JSON: the
+    """A revert's or undo's reservation (operations/revert.py): its transaction, what was asked (JSON: the
     operation and its dbt arguments) and the history tables that have recorded it."""
 
     reserved: Reserved

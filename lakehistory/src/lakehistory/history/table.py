@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from lakehistory.history.rules import SYSTEM, Layout
-from lakehistory.history.sql import cols, q
+from lakehistory.history.layout import Layout
+from lakehistory.history.rules import SYSTEM
 from lakehistory.landing.spec import STAGING_COLUMNS
 from lakehistory.names import (
     ACTIVE,
@@ -21,6 +21,7 @@ from lakehistory.names import (
     ReservedNameError,
     refuse_reserved,
 )
+from lakehistory.sql import cols, q
 
 MAX_BIGINT = 9223372036854775807
 MAX_TIMESTAMP = "timestamp'9999-12-31 23:59:59.999999'"

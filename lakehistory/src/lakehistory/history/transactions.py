@@ -1,12 +1,12 @@
 """The transactions table's layout and its syncs table's, declared once. The macros create them
 and list the transactions table's columns from here (`lakehistory.ensure_transactions_table`,
-`lakehistory.transaction_columns`, through `adapter.call_python`), and the engine writes rows in
+`lakehistory.transaction_columns`, through lakehistory.door), and the engine writes rows in
 this order.
 
 A transaction has one row per table it changed: a batch of its own is one row; a sync (the
 batches and extracts a source delivered together, named by their manifests) is one row per table
 of it, all under the id the syncs table reserved for the sync (syncs.py). So is a revert or an
-undo (revert.py), which reserves its id there too."""
+undo (operations/revert.py), which reserves its id there too."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from lakehistory.history.sql import q
+from lakehistory.sql import q
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ _ensured: set[tuple[str, str]] = set()  # (dbt invocation, relation): checked on
 
 
 def ensure_transactions_table(spark: SparkSession, relation: str, invocation_id: str = "") -> None:
-    """Entry point for `lakehistory.ensure_transactions_table`: create the table and its syncs
+    """For `lakehistory.ensure_transactions_table`: create the table and its syncs
     table when missing; give a table of an earlier layout the optional columns it lacks; refuse
     one that lacks a required column. Every node of a dbt invocation asks; the first one's answer
     holds for the others (`invocation_id`)."""
@@ -133,8 +133,8 @@ def ensure_transactions_table(spark: SparkSession, relation: str, invocation_id:
         _ensured.add((invocation_id, relation))
 
 
-def column_list(spark: SparkSession) -> str:
-    """Entry point for `lakehistory.transaction_columns`: the columns, in order, for an insert."""
+def column_list() -> str:
+    """The columns, in order and quoted, for an insert."""
     return ", ".join(q(name) for name in COLUMNS)
 
 
@@ -145,8 +145,3 @@ def moved_rows(alias: str = "") -> str:
     so the models derived from the history table never count it as pending."""
     prefix = f"{q(alias)}." if alias else ""
     return "(" + " or ".join(f"{prefix}{q(c)} > 0" for c in ("versions_opened", "versions_closed", "rows_purged")) + ")"
-
-
-def moved_rows_sql(spark: SparkSession, alias: str) -> str:
-    """Entry point for the macro `lakehistory._moved_rows`."""
-    return moved_rows(alias)

@@ -39,8 +39,9 @@ recorded. `history_fk_sql` is that rule, for the build and for the `hx_resolved`
 
 from lakehistory.hx.build import append_rows, build_hx
 from lakehistory.hx.corrections import corrections
-from lakehistory.hx.foreign_keys import history_fk_sql, hx_resolved_sql, resolve_foreign_key
-from lakehistory.hx.model import ForeignKey, HxError, HxSpec, hx_id, hx_table
+from lakehistory.hx.foreign_keys import history_fk_sql, resolve_foreign_key
+from lakehistory.hx.model import ForeignKey, HxError, HxSpec, hx_table
+from lakehistory.names import hx_id
 
 __all__ = [
     "ForeignKey",
@@ -51,7 +52,6 @@ __all__ = [
     "corrections",
     "history_fk_sql",
     "hx_id",
-    "hx_resolved_sql",
     "hx_table",
     "resolve_foreign_key",
 ]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from lakehistory.history.sql import q
 from lakehistory.hx.corrections import corrections
 from lakehistory.hx.foreign_keys import resolve_foreign_key
 from lakehistory.hx.model import (
@@ -34,9 +34,10 @@ from lakehistory.names import (
     ReservedNameError,
     refuse_reserved,
 )
+from lakehistory.sql import q
 
 
-def _spec_from_meta(meta: Mapping, source: DataFrame, parents: Mapping[str, DataFrame]) -> tuple[HxSpec, str]:
+def _spec_from_meta(meta: Mapping[str, Any], source: DataFrame, parents: Mapping[str, DataFrame]) -> tuple[HxSpec, str]:
     hx = (meta or {}).get("lakehistory", {}).get("hx")
     if not hx:
         raise HxError("an _hx model needs meta.lakehistory.hx (table, key, source, foreign_keys) in its YAML")
@@ -64,9 +65,9 @@ def _spec_from_meta(meta: Mapping, source: DataFrame, parents: Mapping[str, Data
 
 
 def build_hx(
-    dbt,
+    dbt: Any,
     session: SparkSession,
-    meta: Mapping | None,
+    meta: Mapping[str, Any] | None,
     source: DataFrame,
     transactions: DataFrame,
     parents: Mapping[str, DataFrame] | None = None,
@@ -169,7 +170,7 @@ def append_rows(spec: HxSpec, src: Source, transactions: DataFrame, existing: Da
     return out.select(*[col(c) for c in spec.output_columns])
 
 
-def _hx_state(cols: Sequence[str]) -> list:
+def _hx_state(cols: Sequence[str]) -> list[Any]:
     return [*[col(c) for c in cols], F.col(MOD_TIME), F.col(DELETED)]
 
 
@@ -177,7 +178,7 @@ def _order(txn: str | None, row_id: str | None) -> Column:
     """Recording order of an `_hx` row: (transaction, id); rows of this run have no id yet and a
     larger transaction than any recorded row."""
 
-    def part(name):
+    def part(name: str | None) -> Column:
         return F.col(name).cast("bigint") if name else F.lit(None).cast("bigint")
 
     return F.struct(part(txn).alias("txn"), part(row_id).alias("id")).alias("_ord")

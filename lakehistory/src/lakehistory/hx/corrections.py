@@ -8,8 +8,9 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehistory.history.sql import q
-from lakehistory.hx.model import DELETED, MOD_TIME, col
+from lakehistory.hx.model import col
+from lakehistory.names import DELETED, MOD_TIME
+from lakehistory.sql import q
 
 
 def _content_equal(a: str, b: str, cols: Sequence[str]) -> Column:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import reduce
-from typing import Any
 
 from pyspark.sql import DataFrame
 
-from lakehistory.history.sql import q
-from lakehistory.hx.model import MOD_TIME, ForeignKey, col, key_range
+from lakehistory.hx.model import ForeignKey, col, key_range
+from lakehistory.names import MOD_TIME
+from lakehistory.sql import q
 
 
 def history_fk_sql(
@@ -50,11 +50,6 @@ left join (
     on {same_key}
     and (i.`_lh_from` is null or i.`_lh_from` <= c.`{MOD_TIME}`)
     and (i.`_lh_to` is null or c.`{MOD_TIME}` is null or c.`{MOD_TIME}` < i.`_lh_to`)"""
-
-
-def hx_resolved_sql(_spark: object, **rule: Any) -> str:
-    """`history_fk_sql` for the `hx_resolved` macro (`adapter.call_python` passes the session first)."""
-    return history_fk_sql(**rule)
 
 
 def resolve_foreign_key(children: DataFrame, fk: ForeignKey, *, narrow: bool = True) -> DataFrame:

@@ -7,10 +7,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lakehistory.history.sql import q
 from lakehistory.names import DELETED, MOD_TIME, MOD_USER, TXN_ID, hx_id
-
-ONE_MS = F.expr("INTERVAL 1 MILLISECOND")
+from lakehistory.sql import q
 
 
 class HxError(ValueError):

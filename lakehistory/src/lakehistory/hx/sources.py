@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from lakehistory.history.transactions import moved_rows
-from lakehistory.hx.model import ONE_MS, HxError, HxSpec, col, hx_table
+from lakehistory.hx.model import HxError, HxSpec, col, hx_table
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class FivetranSource(Source):
         rows = self.recorded(transactions, ("batch", "revert"), after_txn)
         return [Recording(r.txn_id, r.started_at if self.by_time else r.txn_id, r.author) for r in rows]
 
-    def _open_at(self, at) -> Column:
+    def _open_at(self, at: object) -> Column:
         return (F.col("valid_from") <= F.lit(at)) & (F.col("valid_to").isNull() | (F.col("valid_to") > F.lit(at)))
 
     def touched(self, rows: DataFrame, rec: Recording) -> DataFrame:
@@ -109,10 +109,10 @@ class FivetranSource(Source):
         # one before it overlapping, rule 8) is superseded by the later start.
         ended = known.where(
             ~F.col("_fivetran_active")
-            & (F.col("_next_start").isNull() | (F.col("_next_start") > F.col("_fivetran_end") + ONE_MS))
+            & (F.col("_next_start").isNull() | (F.col("_next_start") > F.col("_fivetran_end") + _one_ms()))
         )
         deletions = ended.select(
-            *[col(c) for c in cols], (F.col("_fivetran_end") + ONE_MS).alias("t"), F.lit(True).alias("c_deleted")
+            *[col(c) for c in cols], (F.col("_fivetran_end") + _one_ms()).alias("t"), F.lit(True).alias("c_deleted")
         )
         return starts.unionByName(deletions)
 
@@ -167,3 +167,8 @@ class SnapshotSource(Source):
         )
         deletions = gaps.select(*[col(c) for c in cols], F.col("_to").alias("t"), F.lit(True).alias("c_deleted"))
         return starts.unionByName(deletions)
+
+
+def _one_ms() -> Column:
+    # built when used: a column expression needs a running Spark session, an import does not
+    return F.expr("INTERVAL 1 MILLISECOND")

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 # The protocol's columns, for the modules that speak of batches (declared in lakehistory.names).
-from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED  # noqa: F401
-from lakehistory.names import FIVETRAN_SYSTEM as SYSTEM_COLUMNS  # noqa: F401
 
 ONE_MS = dt.timedelta(milliseconds=1)
 TMAX = dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=dt.UTC)

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history.sql import q
 from lakehistory.names import EXTRACTED_AT, EXTRACTED_BY, ReservedNameError, refuse_reserved
+from lakehistory.sql import q
 
 from .batch import EXTRACT_SYNC_SUFFIX
 from .rows import read_csv, typed
@@ -164,7 +164,7 @@ def stage_next_extract(
     snapshot: str | None = None,
     transactions: str | None = None,
 ) -> str | None:
-    """Entry point for dbt (`adapter.call_python`): write the extract `snapshot` is to capture
+    """For `lakehistory.landing_extract` (lakehistory.door): write the extract `snapshot` is to capture
     next to the Delta table `staged` (replacing what it held). Returns the extract's day (None when
     no extract has landed yet: `staged` is then empty)."""
     try:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from functools import reduce
 from urllib.parse import unquote
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from lakehistory.history.sql import q
+from lakehistory.sql import q
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class UnreadableFileError(Exception):
         self.file, self.cause = file, cause
 
 
-def csv_options(reader):
+def csv_options(reader: DataFrameReader) -> DataFrameReader:
     """How a landed CSV file is read: header, every cell a string (an empty field NULL).
     Backslash is an ordinary character; quotes are doubled; quoted fields may span lines."""
     return (

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -82,7 +83,7 @@ class Applied:
     last_sequence: int | None
 
 
-def read_manifests(spark: SparkSession, landing_root: str, table: str) -> list[dict]:
+def read_manifests(spark: SparkSession, landing_root: str, table: str) -> list[dict[str, Any]]:
     """Every batch folder of the table with its manifest (None where the manifest is missing).
     Raises BatchError for a manifest that is not UTF-8 JSON of the declared layout."""
     found = read_landed(spark, landing_root, [table])[table]
@@ -95,19 +96,21 @@ def read_manifests(spark: SparkSession, landing_root: str, table: str) -> list[d
 _GLOB_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=-]*")
 
 
-def read_landed(spark: SparkSession, landing_root: str, tables: Sequence[str]) -> dict[str, list[dict] | BatchError]:
+def read_landed(
+    spark: SparkSession, landing_root: str, tables: Sequence[str]
+) -> dict[str, list[dict[str, Any]] | BatchError]:
     """`read_manifests` for each of `tables` under `landing_root`, in two Spark jobs for all of
     them: one lists the batch folders' files, one reads their manifests. A table whose manifests
     are bad gets its BatchError, which leaves the others readable."""
     names = sorted(set(tables))
     bulk = [t for t in names if _GLOB_SAFE.fullmatch(t)]
-    found: dict[str, list[dict] | BatchError] = {t: [] for t in names}
+    found: dict[str, list[dict[str, Any]] | BatchError] = {t: [] for t in names}
     for group in ([bulk] if bulk else []) + [[t] for t in names if t not in bulk]:
         found.update(_read_tables(spark, landing_root.rstrip("/"), group))
     return found
 
 
-def _read_tables(spark: SparkSession, root: str, tables: list[str]) -> dict[str, list[dict] | BatchError]:
+def _read_tables(spark: SparkSession, root: str, tables: list[str]) -> dict[str, list[dict[str, Any]] | BatchError]:
     pattern = tables[0] if len(tables) == 1 else "{" + ",".join(tables) + "}"
     try:
         files = spark.read.format("binaryFile").load(f"{root}/{pattern}/*/*").select("path")
@@ -119,7 +122,7 @@ def _read_tables(spark: SparkSession, root: str, tables: list[str]) -> dict[str,
         if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
             return {t: [] for t in tables}
         raise
-    manifests: dict[str, dict[str, dict]] = {t: {} for t in tables}
+    manifests: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in tables}
     errors: dict[str, BatchError] = {}
     if folders:
         # The bytes, parsed here: Spark's JSON reader would turn a truncated file or a field of the
@@ -143,7 +146,7 @@ def _read_tables(spark: SparkSession, root: str, tables: list[str]) -> dict[str,
     }
 
 
-def parse_manifest(folder: str, content: bytes) -> dict:
+def parse_manifest(folder: str, content: bytes) -> dict[str, Any]:
     """A manifest's fields, each of its declared type (MANIFEST_SCHEMA; an absent field is None),
     or a BatchError that says what is wrong and where."""
     try:
@@ -154,7 +157,7 @@ def parse_manifest(folder: str, content: bytes) -> dict:
         raise batch_error(
             folder, f"manifest.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
-    manifest = conform(folder, "manifest.json", body, MANIFEST_SCHEMA)
+    manifest: dict[str, Any] = conform(folder, "manifest.json", body, MANIFEST_SCHEMA)
     version = manifest["format_version"]
     if version != FORMAT_VERSION:
         said = "lacks 'format_version'" if version is None else f"has format_version {version}"
@@ -162,7 +165,7 @@ def parse_manifest(folder: str, content: bytes) -> dict:
     return manifest
 
 
-def _check_manifest(manifest: dict, spec: TableSpec) -> None:
+def _check_manifest(manifest: dict[str, Any], spec: TableSpec) -> None:
     folder = manifest["_folder_name"]
     if manifest.get("_missing"):
         raise batch_error(
@@ -201,7 +204,7 @@ def _check_manifest(manifest: dict, spec: TableSpec) -> None:
             )
 
 
-def _check_schema_change(folder: str, index: int, change: dict, spec: TableSpec) -> None:
+def _check_schema_change(folder: str, index: int, change: dict[str, Any], spec: TableSpec) -> None:
     where = f"schema_changes[{index}]"
     if change.get("op") not in SCHEMA_OPS:
         raise batch_error(folder, f"{where} has op {change.get('op')!r}; expected one of {SCHEMA_OPS}")
@@ -231,7 +234,7 @@ def _check_schema_change(folder: str, index: int, change: dict, spec: TableSpec)
             ) from exc
 
 
-def with_migrations(spec: TableSpec, manifests: list[dict]) -> TableSpec:
+def with_migrations(spec: TableSpec, manifests: list[dict[str, Any]]) -> TableSpec:
     """The table's columns once every landed schema change is counted (rule 17): a column an
     `add_column` brings joins the table with the change's type (a column the source declares
     must be declared with that type), and every added or dropped column may be absent from files."""
@@ -256,7 +259,7 @@ def with_migrations(spec: TableSpec, manifests: list[dict]) -> TableSpec:
     return TableSpec(spec.table, spec.key, spec.columns + tuple(added.values()), frozenset(migrated))
 
 
-def pending_manifests(manifests: list[dict], spec: TableSpec, applied: Applied) -> list[dict]:
+def pending_manifests(manifests: list[dict[str, Any]], spec: TableSpec, applied: Applied) -> list[dict[str, Any]]:
     """The batches to apply, in batch order, after checking every manifest."""
     pending = []
     for manifest in manifests:
@@ -289,7 +292,7 @@ def pending_manifests(manifests: list[dict], spec: TableSpec, applied: Applied) 
     return pending
 
 
-def landed_ids(manifests: list[dict]) -> list[str]:
+def landed_ids(manifests: list[dict[str, Any]]) -> list[str]:
     """The batch ids the landed manifests give (a folder without a manifest gives none)."""
     return [m["batch_id"] for m in manifests if m.get("batch_id")]
 

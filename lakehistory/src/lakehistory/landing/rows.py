@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history.sql import q
+from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED
+from lakehistory.sql import q
 
-from .batch import ACTIVE, EARLIEST, END, START, SYNCED
 from .files import (
     MALFORMED,
     LandedFile,
@@ -27,9 +28,9 @@ from .files import (
 from .spec import BATCH_META, INTEGER_TYPES, STAGING_TYPES, TableSpec, batch_error, first_line
 
 
-def _file_format(entry: dict) -> str:
+def _file_format(entry: dict[str, Any]) -> str:
     if entry.get("format"):
-        return entry["format"]
+        return str(entry["format"])
     return "parquet" if entry["path"].endswith(".parquet") else "csv"
 
 
@@ -70,10 +71,10 @@ class _Entry:
     file: LandedFile
     kind: str
     ordinal: int
-    manifest: dict
+    manifest: dict[str, Any]
 
 
-def _entries(pending: list[dict]) -> list[_Entry]:
+def _entries(pending: list[dict[str, Any]]) -> list[_Entry]:
     entries: list[_Entry] = []
     for ordinal, m in enumerate(pending, start=1):
         for e in m["files"]:
@@ -136,7 +137,7 @@ def _file_table(spark: SparkSession, spec: TableSpec, entries: list[_Entry]) -> 
     )
 
 
-def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame | None:
+def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict[str, Any]]) -> DataFrame | None:
     """The rows of every file of the pending batches, typed, with the merge's metadata columns
     (not yet validated)."""
     entries = _entries(pending)
@@ -279,7 +280,7 @@ def _token_misuse(spec: TableSpec, unmodified_token: SparkColumn, null_token: Sp
     return F.coalesce(*checks)
 
 
-def batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame:
+def batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict[str, Any]]) -> DataFrame:
     """One `_lh_kind = 'batch'` row per pending batch, so that a batch without rows is applied
     (and recorded) too. Its data and system columns are NULL."""
     rows = [
@@ -321,7 +322,7 @@ def batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> 
     )
 
 
-def schema_change_rows(spark: SparkSession, spec: TableSpec, pending: list[dict]) -> DataFrame | None:
+def schema_change_rows(spark: SparkSession, spec: TableSpec, pending: list[dict[str, Any]]) -> DataFrame | None:
     """One `_lh_kind = 'schema_change'` row per schema change of a pending batch (rule 17), in
     manifest order (`_lh_row`): `_fivetran_start` holds the change's instant T and the changed
     column holds the value it takes (the default of an add, NULL for a drop), typed like every

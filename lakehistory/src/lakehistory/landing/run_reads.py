@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -31,7 +32,7 @@ from .syncs import SyncOf, gather
 class Landed:
     """A table's landed manifests and what the transactions table says of them."""
 
-    manifests: list[dict]
+    manifests: list[dict[str, Any]]
     applied: Applied
 
 
@@ -43,7 +44,7 @@ _syncs: dict[tuple[str, str | None], dict[str, SyncOf]] = {}
 
 
 def known(spark: SparkSession, invocation_id: str) -> bool:
-    """Entry point for dbt (`adapter.call_python`): whether this invocation's first staging has
+    """For `lakehistory.landing_batches` (lakehistory.door): whether this invocation's first staging has
     read the landing (the macro then sends no table list). No statement runs."""
     with _lock:
         return any(run == invocation_id for run, _ in _runs)
@@ -86,7 +87,7 @@ def pending_syncs(invocation_id: str, transactions: str | None) -> dict[str, Syn
 def _read(
     spark: SparkSession, transactions: str | None, tables: set[tuple[str, str]]
 ) -> tuple[dict[tuple[str, str], Landed | BatchError], dict[str, SyncOf]]:
-    manifests: dict[tuple[str, str], list[dict] | BatchError] = {}
+    manifests: dict[tuple[str, str], list[dict[str, Any]] | BatchError] = {}
     for root in sorted({root for root, _ in tables}):
         for name, found in read_landed(spark, root, [name for r, name in tables if r == root]).items():
             manifests[(root, name)] = found

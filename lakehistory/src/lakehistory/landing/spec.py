@@ -105,7 +105,7 @@ class TableSpec:
         return StructType(fields)
 
 
-def spark_type(sql_type: str):
+def spark_type(sql_type: str) -> DataType:
     from pyspark.sql.types import _parse_datatype_string
 
     return _parse_datatype_string(sql_type)

@@ -33,7 +33,7 @@ def register_pending_batches(
     invocation_id: str = "",
     run_tables: Sequence[Sequence[str]] = (),
 ) -> None:
-    """Entry point for dbt (`adapter.call_python`): stage, validate and register the pending
+    """For `lakehistory.landing_batches` (lakehistory.door): stage, validate and register the pending
     batches of `table` as the temp view `view`. `run_tables`: every [landing root, table] the
     invocation `invocation_id` stages, sent by its first staging, which reads them all
     (run_reads.py)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
@@ -38,14 +39,14 @@ class SyncOf:
     app_id: str | None
 
     @classmethod
-    def of(cls, sync: Mapping | None, author: str | None, app_id: str | None) -> SyncOf | None:
+    def of(cls, sync: Mapping[str, Any] | None, author: str | None, app_id: str | None) -> SyncOf | None:
         """The sync of a manifest (its `sync`, `author` and `app_id`), or of a staged batch."""
         if not sync or not sync.get("id"):
             return None
         return cls(sync["id"], int(sync["sequence"]), tuple(sorted(sync["tables"] or ())), author, app_id)
 
 
-def gather(pending: Mapping[str, Iterable[dict]]) -> tuple[dict[str, SyncOf], dict[str, BatchError]]:
+def gather(pending: Mapping[str, Iterable[dict[str, Any]]]) -> tuple[dict[str, SyncOf], dict[str, BatchError]]:
     """The syncs of the pending manifests of each table (table: its manifests), and for a table
     whose batch says of a sync what another table's batch contradicts, the error to stage it with."""
     syncs: dict[str, tuple[SyncOf, str, str]] = {}  # sync id: the sync, and the table and batch that said so
@@ -69,7 +70,7 @@ def gather(pending: Mapping[str, Iterable[dict]]) -> tuple[dict[str, SyncOf], di
     return {sync_id: found[0] for sync_id, found in syncs.items()}, errors
 
 
-def check_sync(folder: str, where: str, sync: dict, table: str) -> None:
+def check_sync(folder: str, where: str, sync: dict[str, Any], table: str) -> None:
     """A sync as a manifest (or an extract's sync file, `where`) of `table` gives it."""
     if not sync.get("id") or not SAFE_NAME.match(sync["id"]):
         raise batch_error(folder, f"{where}: sync needs an 'id' of letters, digits and _ . = -")

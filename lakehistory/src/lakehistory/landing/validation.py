@@ -5,9 +5,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from lakehistory.history.sql import q
+from lakehistory.names import START
+from lakehistory.sql import q
 
-from .batch import START
 from .spec import TableSpec, batch_error
 
 

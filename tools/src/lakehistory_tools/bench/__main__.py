@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from lakehistory.platform.paths import local_home
+from lakehistory.runtime.paths import local_home
 from lakehistory_tools.bench import sync, workload
 from lakehistory_tools.bench.measure import Figure, Meter, Sample, files_read
 from lakehistory_tools.bench.report import memory_rows, scale_text, terminal, write_files

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from lakehistory.platform.paths import local_home
+from lakehistory.runtime.paths import local_home
 from lakehistory_tools.bench import workload
 
 HISTORY = "obs_raw_history"

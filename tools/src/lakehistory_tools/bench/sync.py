@@ -27,8 +27,8 @@ from functools import partial
 from pathlib import Path
 
 from lakehistory.landing.batch import TMAX, Batch, Column
-from lakehistory.landing.writer import write_batch
-from lakehistory.platform.paths import local_home
+from lakehistory.landing.write import write_batch
+from lakehistory.runtime.paths import local_home
 
 SOURCE = "sync"
 COLUMNS = [Column("id", "bigint"), Column("name", "string"), Column("amount", "double"), Column("flag", "boolean")]

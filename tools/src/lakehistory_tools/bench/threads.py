@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from lakehistory.platform.paths import local_home
+from lakehistory.runtime.paths import local_home
 from lakehistory_tools.generator import GeneratorConfig, generate
 
 EXTRACTS = ["meta_history", "meta_vars"]  # as in `make demo`: daily full extracts, captured by snapshots

@@ -29,7 +29,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.landing.batch import TMAX, Batch
-from lakehistory.landing.writer import write_batch
+from lakehistory.landing.write import write_batch
 from lakehistory_tools.generator.domain import get_table
 
 TABLE = get_table("obs_raw")

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lakehistory.landing.batch import ACTIVE, END, START, SYNCED, UNMODIFIED, Batch
+from lakehistory.landing.batch import UNMODIFIED, Batch
+from lakehistory.names import ACTIVE, END, START, SYNCED
 from lakehistory_tools.generator.domain import TableDef
 
 VERSION = 1

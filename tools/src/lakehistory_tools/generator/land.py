@@ -5,7 +5,7 @@
                        file_format="parquet", extract_tables=["meta_vars"])
 
 Per sync and per table, either one history-mode batch (`<root>/<table>/<batch_id>/`, written by
-`lakehistory.landing.writer.write_batch`) or, for the tables in `extract_tables`, one full extract
+`lakehistory.landing.write.write_batch`) or, for the tables in `extract_tables`, one full extract
 of the table's current state (`<root>/extracts/<table>/<YYYY-MM-DD>.csv`, see `write_extract`).
 `generate(..., only_sync=k)` lands just sync k, as a daily job would; `landed_syncs` tells how many
 syncs a landing root already holds.
@@ -34,7 +34,7 @@ from lakehistory_tools.generator.domain import OBS_RAW, TABLE_NAMES, get_table
 from lakehistory_tools.generator.simulator import GeneratorConfig, SourceSimulator, batch_id, sync_of, tables_in_order
 
 if TYPE_CHECKING:
-    from lakehistory.landing.writer import Compression, EarliestForm, FileFormat
+    from lakehistory.landing.write import Compression, EarliestForm, FileFormat
 
 EXTRACTS_DIR = "extracts"
 EXTRACTED_AT = "extracted_at"
@@ -169,7 +169,7 @@ def generate(
     `on_progress(sync, table)` is called after each table of each written sync, and with table
     None when a sync's simulation is done. Memory holds one batch at a time.
     """
-    from lakehistory.landing.writer import write_batch  # lazily: the writer is a sibling package
+    from lakehistory.landing.write import write_batch  # lazily: the writer is a sibling package
 
     names = list(tables) if tables is not None else list(TABLE_NAMES)
     todo = tables_in_order(names)

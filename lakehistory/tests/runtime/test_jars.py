@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lakehistory.platform import jars
-from lakehistory.platform.paths import jar_dir
+from lakehistory.runtime import jars
+from lakehistory.runtime.paths import jar_dir
 
 
 def repository_with(folder: Path, content: dict[str, bytes]) -> str:

@@ -19,7 +19,10 @@ import random
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from .batch import EARLIEST, END, START, SYSTEM_COLUMNS, UNMODIFIED, Batch, Row
+from lakehistory.names import EARLIEST, END, START
+from lakehistory.names import FIVETRAN_SYSTEM as SYSTEM_COLUMNS
+
+from .batch import UNMODIFIED, Batch, Row
 from .spec import FORMAT_VERSION, is_plain_name
 
 __all__ = ["FORMAT_VERSION", "format_timestamp", "format_value", "write_batch"]

@@ -11,7 +11,7 @@ import pytest
 from standalone import Cluster, free_port, standalone_cluster
 
 from harness import JVM_FOR_SHORT_QUERIES
-from lakehistory.platform import connect_server
+from lakehistory.runtime import connect_server
 
 
 @pytest.fixture(scope="session")

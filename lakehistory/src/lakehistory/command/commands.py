@@ -1,6 +1,6 @@
 """What `lakehistory status|log|timeline|diff|as-of` print, computed in dbt's Spark session.
 
-The macro `lakehistory.inspect` (macros/inspect/inspect.sql) calls `run` with what the dbt project
+The macro `lakehistory.inspect` (macros/command/inspect.sql) calls `run` with what the dbt project
 knows: its history tables and extract snapshots (relation, key, landed source), the transactions
 table, and per history table the product's own time-travel SQL, which reads its version from a
 one-row view (VERSION_VIEW). Values a user types (versions, key values) travel as data (those
@@ -16,15 +16,15 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history.sql import q
+from lakehistory.command.render import table
 from lakehistory.history.transactions import syncs_relation
-from lakehistory.inspect.render import table
 from lakehistory.landing.extracts import captured_day, extract_days
 from lakehistory.landing.manifests import applied_batches, landed_ids, read_manifests
 from lakehistory.landing.spec import BatchError
+from lakehistory.sql import q
 
 COMMANDS = ("status", "log", "timeline", "diff", "as-of")
-# The one-row view a version is read from (macros/inspect/inspect.sql names the same views).
+# The one-row view a version is read from (macros/command/inspect.sql names the same views).
 VERSION_VIEW = "__lakehistory_inspect_{name}"
 
 
@@ -35,8 +35,8 @@ class InspectError(ValueError):
 def run(
     spark: SparkSession,
     command: str,
-    args: dict,
-    tables: Sequence[dict],
+    args: dict[str, Any],
+    tables: Sequence[dict[str, Any]],
     transactions: str,
     version_type: str,
     visible_sql: str = "",
@@ -52,7 +52,9 @@ def run(
 
 
 class Inspector:
-    def __init__(self, spark: SparkSession, tables: dict[str, dict], transactions: str, version_type: str) -> None:
+    def __init__(
+        self, spark: SparkSession, tables: dict[str, dict[str, Any]], transactions: str, version_type: str
+    ) -> None:
         self.spark = spark
         self.tables = tables
         self.transactions = transactions
@@ -105,7 +107,7 @@ class Inspector:
         ).collect()
         return {_plain(r.history_table): (r.applied, r.last, r.committed) for r in found}
 
-    def _pending(self, t: dict) -> int | str | None:
+    def _pending(self, t: dict[str, Any]) -> int | str | None:
         root, source = t.get("landing_root"), t.get("source_table")
         if not root or not source:
             return None
@@ -206,13 +208,13 @@ class Inspector:
         note = f"\n({frame.count()} rows; the first {limit} shown)" if len(rows) > limit else ""
         return table(frame.columns, [list(r) for r in rows[:limit]]) + note
 
-    def _table(self, name: str) -> dict:
+    def _table(self, name: str) -> dict[str, Any]:
         if name not in self.tables:
             known = ", ".join(sorted(self.tables))
             raise InspectError(f"{name} is not a history table or extract snapshot of this project; one of: {known}")
         return self.tables[name]
 
-    def _history(self, name: str) -> dict:
+    def _history(self, name: str) -> dict[str, Any]:
         t = self._table(name)
         if t["kind"] != "history":
             history = sorted(n for n, x in self.tables.items() if x["kind"] == "history")

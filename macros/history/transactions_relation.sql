@@ -24,8 +24,7 @@
   {#- The layout is declared once, in Python (lakehistory.history.transactions), which also
       refuses a table made by an earlier layout. -#}
   {%- set relation = lakehistory.transactions_relation() -%}
-  {%- do adapter.call_python('lakehistory.history.transactions:ensure_transactions_table',
-      {'relation': relation | string, 'invocation_id': invocation_id}) -%}
+  {%- do lakehistory._engine('ensure_transactions_table') -%}
   {{ return(relation) }}
 {% endmacro %}
 
@@ -42,7 +41,7 @@
 {% endmacro %}
 
 
-{#- The lock a writer of the transactions table holds (lakehistory.history.writer): a one-row
+{#- The lock a writer of the transactions table holds (lakehistory.history.lock): a one-row
     table beside it. -#}
 {% macro writer_lock_relation() %}
   {{ return(adapter.dispatch('writer_lock_relation', 'lakehistory')()) }}
@@ -55,7 +54,7 @@
 
 
 {#- A transaction of a snapshot capture or a cleanup: `statements`, then `row` (the query of its
-    row of the transactions table, recorded only if no other writer took its id), run as the one writer (lakehistory.history.writer) with
+    row of the transactions table, recorded only if no other writer took its id), run as the one writer (lakehistory.history.lock) with
     the next id. They read the transaction from session variables: `system.session.lakehistory_txn_id`
     is the id (the largest so far + 1), `system.session.lakehistory_started_at` its start (now, but
     always after the previous transaction's) and, in `row`, `system.session.lakehistory_delta_version`
@@ -68,16 +67,10 @@
 
 {% macro default__run_transaction(transactions, statements, row, versioned, capture_of=none) %}
   {#- A stopped run may have left a history table's commit unrecorded: it is recorded first. -#}
-  {{ return(adapter.call_python('lakehistory.history.apply:run_transaction', {
-      'transactions': transactions | string,
-      'history_tables': lakehistory._history_relations(),
-      'uuid_sql': lakehistory.naksha_uuid('`txn_id`', '`started_at`', 0),
-      'writer_lock': lakehistory.writer_lock_relation() | string,
+  {{ return(lakehistory._engine('run_transaction', {
       'statements': statements,
       'row': row,
       'versioned': versioned | string,
-      'invocation_id': invocation_id,
-      'writer_wait_seconds': var('lakehistory_writer_wait_seconds', 600),
       'capture_of': (capture_of | string) if capture_of is not none else none,
   })) }}
 {% endmacro %}
@@ -90,5 +83,5 @@
 
 {% macro default__transaction_columns() %}
   {%- if not execute -%}{{ return('') }}{%- endif -%}
-  {{ return(adapter.call_python('lakehistory.history.transactions:column_list', {})) }}
+  {{ return(lakehistory._engine('transaction_columns')) }}
 {% endmacro %}

@@ -14,20 +14,21 @@ import sys
 from pyspark.sql import SparkSession
 
 from harness import transaction_rows
-from lakehistory.history import ledger, writer
+from lakehistory.history import ledger
+from lakehistory.history import lock as lock_module
 
 
 def main(url: str, lock: str, transactions: str, lease: int) -> None:
-    writer.LEASE_SECONDS, writer.RENEW_SECONDS = lease, max(1, lease // 4)
+    lock_module.LEASE_SECONDS, lock_module.RENEW_SECONDS = lease, max(1, lease // 4)
     spark = SparkSession.builder.remote(url).create()
-    with writer.holding(spark, lock, wait_seconds=0):
+    with lock_module.holding(spark, lock, wait_seconds=0):
         next_id = spark.sql(f"select coalesce(max(txn_id), 0) + 1 as n from {transactions}").collect()[0].n
         print(f"holding the lock, next id {next_id}", flush=True)
         os.kill(os.getpid(), signal.SIGSTOP)
         try:
-            writer.check_held()
+            lock_module.check_held()
             print("check_held: still held", flush=True)
-        except writer.WriterLostError as lost:
+        except lock_module.WriterLostError as lost:
             print(f"check_held: {lost}", flush=True)
         try:
             ledger.insert_transactions(

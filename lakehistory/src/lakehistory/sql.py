@@ -1,4 +1,4 @@
-"""Small helpers for the SQL the history merge writes: quoted identifiers and column lists.
+"""Small helpers for the SQL the engine writes: quoted identifiers and column lists.
 
 Only identifiers (column and table names from the project's configuration) and numbers the
 merge computes itself go into SQL text. Data values (keys, authors, batch ids) never do: they

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lakehistory.platform import jars
-from lakehistory.platform.connect_server import parse_settings, server_command
+from lakehistory.runtime import jars
+from lakehistory.runtime.connect_server import parse_settings, server_command
 
 
 def flags(command: list[str]) -> dict[str, str]:

@@ -62,7 +62,7 @@ def main(project: str, profiles: str, scale: str, syncs: str, seed: str, extract
     from dbt.cli.main import dbtRunner
     from pyspark.sql import SparkSession
 
-    from lakehistory.history import writer
+    from lakehistory.history import lock
     from lakehistory_tools.generator import GeneratorConfig, generate
 
     config = GeneratorConfig(scale=int(scale), syncs=int(syncs), seed=int(seed))
@@ -72,7 +72,7 @@ def main(project: str, profiles: str, scale: str, syncs: str, seed: str, extract
         args = ["build", "--exclude-resource-type", "test", "--threads", "1", "--target", "local"]
         if not dbtRunner().invoke([*args, "--project-dir", project, "--profiles-dir", profiles]).success:
             sys.exit(f"embedded dbt build of day {sync} failed")
-    writer.let_go_all()  # the writer lock as the build leaves it at exit, before it is read
+    lock.let_go_all()  # the writer lock as the build leaves it at exit, before it is read
     spark = SparkSession.builder.getOrCreate()  # dbt's session
     schema = os.environ["LAKEHISTORY_SCHEMA"]
     tables = {table: comparable(spark, schema, table) for table in stored_relations(spark, schema)}

@@ -1,6 +1,6 @@
 {#-
   inspect(command, args), as a run-operation: the `lakehistory` command's answers (status, log,
-  timeline, diff, as-of; lakehistory/src/lakehistory/inspect). This macro says what the project
+  timeline, diff, as-of; lakehistory/src/lakehistory/command). This macro says what the project
   knows: its history tables and extract snapshots with their landed sources, the transactions
   table, and each history table's time-travel SQL (as_of and versioned, the rules every query of
   the project uses), reading its version from a one-row view the Python side fills.
@@ -40,12 +40,10 @@
       {%- do tables.append(entry) -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- do adapter.call_python('lakehistory.inspect.commands:run', {
+  {%- do lakehistory._engine('inspect', {
       'command': command,
       'args': args,
       'tables': tables,
-      'transactions': lakehistory.transactions_relation() | string,
-      'version_type': lakehistory.version_type(),
       'visible_sql': lakehistory.visible_txn_sql(),
       'incomplete_syncs_sql': lakehistory.incomplete_syncs_sql(),
   }) -%}

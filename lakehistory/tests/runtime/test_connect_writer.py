@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness import DbtProject, copy_project, transaction_rows, unique_schema
-from lakehistory.history import ledger, writer
+from lakehistory.history import ledger
+from lakehistory.history import lock as lock_module
 from lakehistory.history.transactions import ensure_transactions_table
 from lakehistory_tools.generator import GeneratorConfig, generate
 
@@ -53,7 +54,7 @@ def test_a_client_killed_while_it_holds_the_lock_is_taken_over_by_the_one_waitin
             assert time.monotonic() < deadline, "the first run never took the writer lock"
             time.sleep(0.2)
         os.killpg(killed.pid, signal.SIGSTOP)  # holding the lock: it cannot let go before the kill
-        assert writer.dead_because(spark, holder) is None, holder
+        assert lock_module.dead_because(spark, holder) is None, holder
         waiting_command, env = project.process("run", "--select", "meta_network_history")
         waiting = subprocess.Popen(  # noqa: S603 - the venv's dbt
             waiting_command,
@@ -84,8 +85,8 @@ def test_a_client_killed_while_it_holds_the_lock_is_taken_over_by_the_one_waitin
     print(f"the waiting run took over {took_over[0][0] - killed_at:.1f} s after the kill: {took_over[0][1]}")
 
     holder_session = holder.split(" session ")[1].split()[0]
-    assert writer.dead_because(spark, holder) == f"its Spark Connect session {holder_session} is closed"
-    assert writer.dead_because(spark, writer.holder_label(spark)) is None  # this process's own session
+    assert lock_module.dead_because(spark, holder) == f"its Spark Connect session {holder_session} is closed"
+    assert lock_module.dead_because(spark, lock_module.holder_label(spark)) is None  # this process's own session
 
     rerun = subprocess.run(killed_command, env=env, capture_output=True, text=True, timeout=600)  # noqa: S603
     assert rerun.returncode == 0, rerun.stdout[-3000:]
@@ -123,14 +124,14 @@ def test_a_client_stopped_past_its_lease_records_nothing_when_it_resumes(
         stat = Path(f"/proc/{stalled.pid}/stat")
         while stat.read_text().split(")")[1].split()[0] != "T":  # stopped
             time.sleep(0.05)
-        monkeypatch.setattr(writer, "LEASE_SECONDS", lease)
-        monkeypatch.setattr(writer, "RENEW_SECONDS", lease // 4)
+        monkeypatch.setattr(lock_module, "LEASE_SECONDS", lease)
+        monkeypatch.setattr(lock_module, "RENEW_SECONDS", lease // 4)
         said: list[str] = []
-        monkeypatch.setattr(writer, "_say", said.append)
-        writer.hold(spark, lock, wait_seconds=120)
+        monkeypatch.setattr(lock_module, "_say", said.append)
+        lock_module.hold(spark, lock, wait_seconds=120)
         assert said and f"pid {stalled.pid} " in said[0] and "Waiting" in said[0], said
         ledger.insert_transactions(spark, transactions, spark.sql(transaction_rows(1, history="taker")), 1)
-        writer.let_go_all()
+        lock_module.let_go_all()
     finally:
         os.kill(stalled.pid, signal.SIGCONT)
     output = first + stalled.communicate(timeout=120)[0]

@@ -174,7 +174,7 @@ def _session_dead_because(spark: SparkSession, session: str, user: str, pid: int
     return None
 
 
-def _session_state(client) -> str:
+def _session_state(client: Any) -> str:
     """The holder's session as the server knows it: open, closed, or unknown."""
     try:
         client._get_operation_statuses()
@@ -186,7 +186,7 @@ def _session_state(client) -> str:
     return "open"
 
 
-def _wait_for_statements(client, settle_seconds: float = 5, seconds: float = 60) -> None:
+def _wait_for_statements(client: Any, settle_seconds: float = 5, seconds: float = 60) -> None:
     """Until the interrupt reached every statement of the client's session (none is running) and
     the interrupted ones ended, or settle_seconds after that: one the server keeps terminating
     (waiting for its dead client) has had its jobs cancelled, and a commit that still lands is
@@ -395,7 +395,7 @@ def take(spark: SparkSession, lock: str, token: str, holder: str, dead: str | No
     except Exception as exc:
         if "concurrent" not in str(exc).lower():
             raise
-    return spark.sql(f"select `token` from {lock}").collect()[0].token == token
+    return bool(spark.sql(f"select `token` from {lock}").collect()[0].token == token)
 
 
 def let_go(spark: SparkSession, lock: str, token: str) -> None:

@@ -1,6 +1,6 @@
 """Revert and undo: history tables returned to an earlier state as one new transaction.
 
-    adapter.call_python('lakehistory.history.revert:revert', {...})   # lakehistory.revert, lakehistory.undo
+    lakehistory.door.revert   # from lakehistory.revert and lakehistory.undo, through the door
 
 History is kept. The new transaction n closes (valid_to = n) the current rows the earlier state
 lacks and opens copies (valid_from = n) of that state's rows that are no longer current, in one
@@ -26,17 +26,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, syncs, writer
+from lakehistory.history import ledger, lock, syncs
 from lakehistory.history.apply import record_commits, recover
 from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
 from lakehistory.history.session import own_session, session_conf
-from lakehistory.history.sql import cols, q, same_key
 from lakehistory.history.table import HistoryError, Versioning
 from lakehistory.names import VALID_FROM, VALID_TO
+from lakehistory.sql import cols, q, same_key
 
 REVERT_VIEW = "`__lh_revert`"
 SYSTEM_TIME = (VALID_FROM, VALID_TO)
@@ -60,9 +61,9 @@ class Table:
 
 def revert(
     spark: SparkSession,
-    tables: Sequence[dict],
+    tables: Sequence[dict[str, Any]],
     transactions: str,
-    versioning: dict,
+    versioning: Versioning,
     uuid_sql: str,
     writer_lock: str,
     history_tables: Sequence[str] = (),
@@ -72,15 +73,15 @@ def revert(
     named: bool = True,
     author: str | None = None,
     writer_wait_seconds: float = 600,
-) -> dict:
-    """Entry point for `lakehistory.revert` (`to_txn`) and `lakehistory.undo` (`undo_txn`), as
+) -> dict[str, Any]:
+    """For `lakehistory.revert` (`to_txn`) and `lakehistory.undo` (`undo_txn`), as
     the one writer of the transactions table. `tables`: the models asked for ({model, target,
     keys}); for an undo that names none (`named` false), every history model, of which it takes
     those the transaction changed. Returns the new transaction's id (None when the tables already
     are in the state asked for), its counts per model, and the tables of an undone transaction
     that are not history tables (a snapshot's capture), which it leaves as they are."""
-    versions = Versioning(**versioning)
-    if versions.append_only:
+
+    if versioning.append_only:
         raise HistoryError("an append-only history table (valid_from only) cannot be reverted")
     # each once, in the order asked
     asked_for = list({t["target"]: Table(t["model"], t["target"], tuple(t["keys"])) for t in tables}.values())
@@ -89,7 +90,7 @@ def revert(
     operation = "revert" if undo_txn is None else "undo"
     asked = int(to_txn if undo_txn is None else undo_txn)  # type: ignore[arg-type]
     request = _request(operation, asked, [t.model for t in asked_for] if named else None)
-    with writer.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
+    with lock.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
         for table in asked_for:
             recover(spark, transactions, table.target, history_tables, invocation_id, uuid_sql)
         states = ledger.recorded_for(spark, transactions, [t.target for t in asked_for])
@@ -109,10 +110,10 @@ def revert(
             return _outcome(done.reserved.txn_id, {}, [], already=True)
         chosen, left = _chosen(asked_for, rows, operation, asked, named)
         if stopped is None:
-            _check(spark, log, chosen, versions, rows, operation, asked)
-        at = _version(versions, rows[0])
+            _check(spark, log, chosen, versioning, rows, operation, asked)
+        at = _version(versioning, rows[0])
         todo = chosen if stopped is None else [t for t in chosen if t.target in stopped.waiting]
-        frames = {t.target: _frame(spark, t, versions, operation, at) for t in todo}
+        frames = {t.target: _frame(spark, t, versioning, operation, at) for t in todo}
         counts = {target: _counts(frame) for target, frame in frames.items()}
         if stopped is None:
             changing = [t for t in todo if counts[t.target] != (0, 0)]
@@ -131,7 +132,7 @@ def revert(
         commits = []
         for table in todo:
             new = _txn(table, counts[table.target], reservation, by_table.get(table.target), sources, operation, asked)
-            commits.append((table.target, _merge(spark, table, versions, frames[table.target], new)))
+            commits.append((table.target, _merge(spark, table, versioning, frames[table.target], new)))
             _reached("committed")
         record_commits(spark, transactions, commits, uuid_sql, stop=lambda point: None)
         _reached("recorded")
@@ -146,7 +147,9 @@ def _request(operation: str, asked: int, models: list[str] | None) -> str:
     return json.dumps({"operation": operation, **({"model": models[0]} if models else {}), "txn_id": asked})
 
 
-def _outcome(txn_id: int | None, counts: dict[str, tuple[int, int]], left: list[str], already: bool = False) -> dict:
+def _outcome(
+    txn_id: int | None, counts: dict[str, tuple[int, int]], left: list[str], already: bool = False
+) -> dict[str, Any]:
     return {
         "transaction": txn_id,
         "tables": {model: {"versions_closed": c[0], "versions_opened": c[1]} for model, c in counts.items()},
@@ -183,7 +186,7 @@ def _check(
     spark: SparkSession,
     log: DataFrame,
     chosen: list[Table],
-    versions: Versioning,
+    versioning: Versioning,
     rows: list[Row],
     operation: str,
     asked: int,
@@ -196,12 +199,12 @@ def _check(
             txn = by_table[table.target]
             if txn.operation not in ("batch", "revert"):
                 raise HistoryError(f"{table.target}: transaction {asked} is a {txn.operation}, which is not undone")
-            _refuse_later_changes(spark, log, table.target, table.keys, versions, txn)
+            _refuse_later_changes(spark, log, table.target, table.keys, versioning, txn)
 
 
-def _frame(spark: SparkSession, table: Table, versions: Versioning, operation: str, at: str) -> DataFrame:
+def _frame(spark: SparkSession, table: Table, versioning: Versioning, operation: str, at: str) -> DataFrame:
     """The table's rows to close and to copy (see _changes_sql), fixed (a local checkpoint)."""
-    leaving, coming = _revert_rows(versions, at) if operation == "revert" else _undo_rows(versions, at)
+    leaving, coming = _revert_rows(versioning, at) if operation == "revert" else _undo_rows(versioning, at)
     row = [c for c in spark.table(table.target).columns if c not in SYSTEM_TIME]
     return spark.sql(_changes_sql(table.target, table.keys, row, leaving, coming)).localCheckpoint()
 
@@ -245,46 +248,48 @@ def _txn(
     )
 
 
-def _merge(spark: SparkSession, table: Table, versions: Versioning, frame: DataFrame, new: ledger.Txn) -> ledger.Commit:
+def _merge(
+    spark: SparkSession, table: Table, versioning: Versioning, frame: DataFrame, new: ledger.Txn
+) -> ledger.Commit:
     """One table's MERGE under the transaction `new`, whose commit carries it."""
-    version = str(new.txn_id) if versions.version_type == "integer" else f"timestamp'{new.started_at}'"
+    version = str(new.txn_id) if versioning.version_type == "integer" else f"timestamp'{new.started_at}'"
     row = [c for c in frame.columns if c not in (*SYSTEM_TIME, "_lh_close")]
     frame.createOrReplaceTempView(REVERT_VIEW.strip("`"))
     try:
         # The view is a local checkpoint: fixed, so Delta need not copy it before reading it twice.
         # A table that no longer changes (asked again after a stop) still commits its record.
-        writer.check_held()
+        lock.check_held()
         conf = {
             ledger.USER_METADATA: ledger.commit_metadata([new]),
             MERGE_SOURCE_COPY: "none",
             SKIP_EMPTY_COMMITS: "false",
         }
         with session_conf(spark, conf):
-            spark.sql(_merge_sql(table.target, table.keys, row, versions, version))
+            spark.sql(_merge_sql(table.target, table.keys, row, versioning, version))
     finally:
         spark.catalog.dropTempView(REVERT_VIEW.strip("`"))
     return own_commit(spark, table.target, [new])
 
 
-def _version(versions: Versioning, txn: Row) -> str:
+def _version(versioning: Versioning, txn: Row) -> str:
     """The history table's version value of a transaction, as SQL: its id, or its start."""
-    if versions.version_type == "integer":
+    if versioning.version_type == "integer":
         return str(int(txn.txn_id))
     return f"timestamp'{txn.started}'"
 
 
-def _revert_rows(versions: Versioning, at: str) -> tuple[str, str]:
+def _revert_rows(versioning: Versioning, at: str) -> tuple[str, str]:
     """What leaves (current, opened after `at`) and what comes back (current at `at`, closed since)."""
     return (
-        f"{versions.is_current('h')} and h.`valid_from` > {at}",
-        f"h.`valid_from` <= {at} and h.`valid_to` > {at} and not ({versions.is_current('h')})",
+        f"{versioning.is_current('h')} and h.`valid_from` > {at}",
+        f"h.`valid_from` <= {at} and h.`valid_to` > {at} and not ({versioning.is_current('h')})",
     )
 
 
-def _undo_rows(versions: Versioning, at: str) -> tuple[str, str]:
+def _undo_rows(versioning: Versioning, at: str) -> tuple[str, str]:
     """What leaves (the rows the transaction at `at` opened, still current) and what comes back
     (those it closed): nothing later changed their keys (_refuse_later_changes)."""
-    return f"h.`valid_from` = {at} and {versions.is_current('h')}", f"h.`valid_to` = {at}"
+    return f"h.`valid_from` = {at} and {versioning.is_current('h')}", f"h.`valid_to` = {at}"
 
 
 def _changes_sql(target: str, keys: Sequence[str], row: Sequence[str], leaving: str, coming: str) -> str:
@@ -304,7 +309,7 @@ def _changes_sql(target: str, keys: Sequence[str], row: Sequence[str], leaving: 
     """
 
 
-def _merge_sql(target: str, keys: Sequence[str], row: Sequence[str], versions: Versioning, version: str) -> str:
+def _merge_sql(target: str, keys: Sequence[str], row: Sequence[str], versioning: Versioning, version: str) -> str:
     return f"""
         merge into {target} as t
         using {REVERT_VIEW} as s
@@ -312,7 +317,7 @@ def _merge_sql(target: str, keys: Sequence[str], row: Sequence[str], versions: V
             and t.`_fivetran_start` = s.`_fivetran_start` and t.`valid_from` = s.`valid_from`
         when matched then update set t.`valid_to` = {version}
         when not matched and not s.`_lh_close` then
-            insert ({cols(row)}, `valid_from`, `valid_to`) values ({cols(row, "s")}, {version}, {versions.open})
+            insert ({cols(row)}, `valid_from`, `valid_to`) values ({cols(row, "s")}, {version}, {versioning.open})
     """
 
 
@@ -338,10 +343,10 @@ def _refuse_after_cleanup(log: DataFrame, targets: list[str], needed: int) -> No
 
 
 def _refuse_later_changes(
-    spark: SparkSession, log: DataFrame, target: str, keys: Sequence[str], versions: Versioning, txn: Row
+    spark: SparkSession, log: DataFrame, target: str, keys: Sequence[str], versioning: Versioning, txn: Row
 ) -> None:
     """Undo only when no transaction after `txn` changed a key `txn` changed."""
-    at = _version(versions, txn)
+    at = _version(versioning, txn)
     key_list = cols(keys)
     later = spark.sql(f"""
         select distinct l.`v` from (
@@ -351,10 +356,10 @@ def _refuse_later_changes(
             select {key_list}, `valid_from` as `v` from {target} where `valid_from` > {at}
             union all
             select {key_list}, `valid_to` as `v` from {target} as h
-            where h.`valid_to` > {at} and not ({versions.is_current("h")})
+            where h.`valid_to` > {at} and not ({versioning.is_current("h")})
         ) as l on {same_key("k", "l", keys)}
     """)
-    column = "txn_id" if versions.version_type == "integer" else "started_at"
+    column = "txn_id" if versioning.version_type == "integer" else "started_at"
     named = (
         log.join(later, F.col(column) == F.col("v"))
         .where(F.col("history_table") == F.lit(target))

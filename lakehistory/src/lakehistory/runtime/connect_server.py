@@ -1,9 +1,9 @@
 """A Spark Connect server with Delta Lake: the engine of the profile's `connect` target.
 
     # on this machine (embedded defaults: local[2], lakehouse in .local/connect-lakehouse)
-    python -m lakehistory.platform.connect_server --port 15002
+    python -m lakehistory.runtime.connect_server --port 15002
     # on a standalone cluster: executors get the Delta jars from the server (spark-submit --jars)
-    python -m lakehistory.platform.connect_server --master spark://spark-master:7077 \\
+    python -m lakehistory.runtime.connect_server --master spark://spark-master:7077 \\
         --host 10.0.0.5 --executor-memory 4g --executor-cores 2 --total-executor-cores 8 \\
         --warehouse s3a://lake/warehouse --conf spark.hadoop.hive.metastore.uris=thrift://metastore:9083
     SPARK_REMOTE=sc://10.0.0.5:15002 dbt build --target connect
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pyspark
 
-from lakehistory.platform import jars
-from lakehistory.platform.paths import jar_dir, local_home
+from lakehistory.runtime import jars
+from lakehistory.runtime.paths import jar_dir, local_home
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
@@ -110,7 +110,7 @@ def server_command(settings: ServerSettings) -> list[str]:
     return [*command, "spark-internal"]
 
 
-def start(settings: ServerSettings, log: Path) -> subprocess.Popen:
+def start(settings: ServerSettings, log: Path) -> subprocess.Popen[bytes]:
     """Start the server in the background and return once it accepts connections."""
     settings.lakehouse.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent)}

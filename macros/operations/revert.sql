@@ -29,7 +29,8 @@
   {%- for model in lakehistory._as_list(models) -%}
     {%- do tables.append(lakehistory._revert_table(model)) -%}
   {%- endfor -%}
-  {%- set outcome = lakehistory._revert_call(tables, true, {'to_txn': to_version | int, 'author': author}) -%}
+  {%- set outcome = lakehistory._engine('revert', {
+      'tables': tables, 'named': true, 'to_txn': to_version | int, 'author': author}) -%}
   {%- do lakehistory._revert_log('revert to transaction ' ~ to_version, outcome) -%}
   {{ return(outcome['transaction']) }}
 {% endmacro %}
@@ -50,7 +51,8 @@
   {%- else -%}
     {%- set tables = [lakehistory._revert_table(model)] -%}
   {%- endif -%}
-  {%- set outcome = lakehistory._revert_call(tables, model is not none, {'undo_txn': txn_id | int, 'author': author}) -%}
+  {%- set outcome = lakehistory._engine('revert', {
+      'tables': tables, 'named': model is not none, 'undo_txn': txn_id | int, 'author': author}) -%}
   {%- do lakehistory._revert_log('undo of transaction ' ~ txn_id, outcome) -%}
   {{ return(outcome['transaction']) }}
 {% endmacro %}
@@ -79,24 +81,4 @@
   {%- endif -%}
   {%- set target = api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) -%}
   {{ return({'model': model, 'target': target | string, 'keys': lakehistory._as_list(node.config.get('unique_key'))}) }}
-{% endmacro %}
-
-{% macro _revert_call(tables, named, what) %}
-  {%- set arguments = {
-      'tables': tables,
-      'named': named,
-      'transactions': lakehistory.ensure_transactions_table() | string,
-      'versioning': {
-          'version_type': lakehistory.version_type(),
-          'open_end': lakehistory.open_end(),
-          'append_only': lakehistory.append_only(),
-      },
-      'uuid_sql': lakehistory.naksha_uuid('`txn_id`', '`started_at`', 0),
-      'writer_lock': lakehistory.writer_lock_relation() | string,
-      'history_tables': lakehistory._history_relations(),
-      'invocation_id': invocation_id,
-      'writer_wait_seconds': var('lakehistory_writer_wait_seconds', 600),
-  } -%}
-  {%- do arguments.update(what) -%}
-  {{ return(adapter.call_python('lakehistory.history.revert:revert', arguments)) }}
 {% endmacro %}

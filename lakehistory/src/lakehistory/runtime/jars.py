@@ -1,7 +1,7 @@
 """Delta Lake's jars: downloaded once from Maven Central, checked against the SHA-256 written
 here, then kept in `.local/jars` so every later run, including CI reruns, works without the network.
 
-    python -m lakehistory.platform.jars ensure
+    python -m lakehistory.runtime.jars ensure
 
 A plain download of two files, not Spark's resolver: starting a Spark session to resolve them cost
 about 20 s of every fresh checkout's setup. LAKEHISTORY_MAVEN_REPOSITORY names a mirror of Maven
@@ -16,7 +16,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from lakehistory.platform.paths import jar_dir
+from lakehistory.runtime.paths import jar_dir
 
 # delta-spark's wheel and jars must match; 4.4.0 is the newest release whose jars are on Maven
 # Central for Spark 4.2 (the artifact name carries the Spark minor since Delta 4.1).
@@ -75,5 +75,5 @@ def ensure() -> Path:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["ensure"]:
-        sys.exit("usage: python -m lakehistory.platform.jars ensure")
+        sys.exit("usage: python -m lakehistory.runtime.jars ensure")
     ensure()

@@ -12,9 +12,9 @@ import pytest
 from demo_reference import HISTORY, known_after, naive
 
 from harness import DEMO_CONFIG, DbtProject
-from lakehistory.inspect.cli import dbt_arguments
-from lakehistory.inspect.render import cell
-from lakehistory.landing.batch import ACTIVE, END, START, SYNCED
+from lakehistory.command.cli import dbt_arguments
+from lakehistory.command.render import cell
+from lakehistory.names import ACTIVE, END, START, SYNCED
 from lakehistory_tools.generator import get_table
 
 SNAPSHOTS = ("meta_history_snapshot", "meta_vars_snapshot")

@@ -1,0 +1,276 @@
+"""The one door between the package's macros and the engine.
+
+Every `adapter.call_python` of the package goes through the macro `lakehistory._engine(entry,
+arguments)` (macros/internal/engine.sql) to a function of this module: ruff, mypy and an editor
+follow every call from here, and `tests/test_door.py` checks that each entry a macro names is
+here and takes the arguments the macro passes. That macro also adds `context`, what the project
+says once for every entry (its transactions table, writer lock, history tables, versioning,
+database id, dbt invocation), built in one macro (`lakehistory._engine_context`).
+
+SQL crosses the door only where a macro is what a user calls for SQL: the uuid expression and
+the two shared predicates below return SQL the engine also runs itself (one author for each rule),
+and a capture's or cleanup's statements, and the reads of the `lakehistory` command, are the
+macros' own SQL handed in. Everything else that crosses is names and values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from lakehistory import names
+from lakehistory.command import commands
+from lakehistory.history import apply
+from lakehistory.history import transactions as transactions_table
+from lakehistory.history.table import Versioning
+from lakehistory.history.uuids import database_id_of, naksha_uuid_sql, transaction_uuid_sql
+from lakehistory.hx.foreign_keys import history_fk_sql
+from lakehistory.landing import extracts, run_reads, staging
+from lakehistory.operations import revert as reverts
+
+
+class ContextError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the project says once, for every entry point (built by `lakehistory._engine_context`)."""
+
+    transactions: str
+    writer_lock: str
+    history_tables: tuple[str, ...]
+    invocation_id: str
+    writer_wait_seconds: float
+    versioning: Versioning
+    database_id: int
+
+    @classmethod
+    def of(cls, given: Mapping[str, Any]) -> Context:
+        expected = {"transactions", "writer_lock", "history_tables", "invocation_id", "writer_wait_seconds"}
+        expected |= {"versioning", "database_id"}
+        if missing := expected - set(given):
+            raise ContextError(f"the engine's context lacks {', '.join(sorted(missing))}")
+        try:
+            wait = float(given["writer_wait_seconds"])
+        except (TypeError, ValueError):
+            raise ContextError(
+                f"var lakehistory_writer_wait_seconds must be a number of seconds, not {given['writer_wait_seconds']!r}"
+            ) from None
+        return cls(
+            transactions=str(given["transactions"]),
+            writer_lock=str(given["writer_lock"]),
+            history_tables=tuple(str(t) for t in given["history_tables"]),
+            invocation_id=str(given["invocation_id"] or ""),
+            writer_wait_seconds=wait,
+            versioning=Versioning(**dict(given["versioning"])),
+            database_id=database_id_of(given["database_id"]),
+        )
+
+    @property
+    def uuid_sql(self) -> str:
+        """A transaction's uuid, over the transactions table's `txn_id` and `started_at`."""
+        return transaction_uuid_sql(self.database_id)
+
+
+# -- landing ---------------------------------------------------------------------------------------
+
+
+def landing_read_for_run(spark: SparkSession, context: Mapping[str, Any]) -> bool:
+    """Whether this dbt invocation's first staging has read the landing of all its tables already
+    (the macro then sends no table list)."""
+    return run_reads.known(spark, Context.of(context).invocation_id)
+
+
+def stage_batches(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    view: str,
+    landing_root: str,
+    table: str,
+    key: Sequence[str],
+    columns: Sequence[Sequence[str]],
+    run_tables: Sequence[Sequence[str]],
+) -> None:
+    """A landed table's pending batches, read, validated and typed, as the temp view `view`."""
+    ctx = Context.of(context)
+    staging.register_pending_batches(
+        spark, view, landing_root, table, key, columns, ctx.transactions, ctx.invocation_id, run_tables
+    )
+
+
+def stage_extract(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    staged: str,
+    landing_root: str,
+    table: str,
+    key: Sequence[str],
+    columns: Sequence[Sequence[str]],
+    snapshot: str,
+) -> str | None:
+    """The next extract a snapshot captures, typed and validated, in the Delta table `staged`."""
+    ctx = Context.of(context)
+    return extracts.stage_next_extract(spark, staged, landing_root, table, key, columns, snapshot, ctx.transactions)
+
+
+# -- history ---------------------------------------------------------------------------------------
+
+
+def ensure_transactions_table(spark: SparkSession, context: Mapping[str, Any]) -> None:
+    """The transactions and syncs tables, made or brought to the current layout."""
+    ctx = Context.of(context)
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation_id)
+
+
+def apply_pending(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    target: str,
+    staged: str,
+    keys: Sequence[str],
+    deleted_column: str | None,
+    exists: bool,
+    max_batches_per_commit: int | None,
+) -> dict[str, int]:
+    """The strategy `fivetran_history`: the staged batches applied to `target`, each a transaction."""
+    ctx = Context.of(context)
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation_id)
+    return apply.apply_pending(
+        spark,
+        target=target,
+        staged=staged,
+        transactions=ctx.transactions,
+        keys=keys,
+        deleted_column=deleted_column,
+        versioning=ctx.versioning,
+        uuid_sql=ctx.uuid_sql,
+        exists=exists,
+        writer_lock=ctx.writer_lock,
+        history_tables=ctx.history_tables,
+        invocation_id=ctx.invocation_id,
+        max_batches_per_commit=max_batches_per_commit,
+        writer_wait_seconds=ctx.writer_wait_seconds,
+    )
+
+
+def run_transaction(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    statements: Sequence[str],
+    row: str,
+    versioned: str,
+    capture_of: str | None,
+) -> int:
+    """A snapshot capture's or a cleanup's statements and row, as the next transaction."""
+    ctx = Context.of(context)
+    return apply.run_transaction(
+        spark,
+        transactions=ctx.transactions,
+        history_tables=ctx.history_tables,
+        uuid_sql=ctx.uuid_sql,
+        writer_lock=ctx.writer_lock,
+        statements=statements,
+        row=row,
+        versioned=versioned,
+        invocation_id=ctx.invocation_id,
+        writer_wait_seconds=ctx.writer_wait_seconds,
+        capture_of=capture_of,
+    )
+
+
+def revert(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    tables: Sequence[Mapping[str, Any]],
+    named: bool,
+    author: str | None,
+    to_txn: int | None = None,
+    undo_txn: int | None = None,
+) -> dict[str, Any]:
+    """History tables returned to a past transaction, or one transaction undone, as one new one."""
+    ctx = Context.of(context)
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation_id)
+    return reverts.revert(
+        spark,
+        tables=[dict(t) for t in tables],
+        transactions=ctx.transactions,
+        versioning=ctx.versioning,
+        uuid_sql=ctx.uuid_sql,
+        writer_lock=ctx.writer_lock,
+        history_tables=ctx.history_tables,
+        invocation_id=ctx.invocation_id,
+        to_txn=to_txn,
+        undo_txn=undo_txn,
+        named=named,
+        author=author,
+        writer_wait_seconds=ctx.writer_wait_seconds,
+    )
+
+
+# -- the lakehistory command -------------------------------------------------------------------------
+
+
+def inspect(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    command: str,
+    args: Mapping[str, Any],
+    tables: Sequence[Mapping[str, Any]],
+    visible_sql: str,
+    incomplete_syncs_sql: str,
+) -> None:
+    """The `lakehistory` command's answer, printed."""
+    ctx = Context.of(context)
+    commands.run(
+        spark,
+        command,
+        dict(args),
+        [dict(t) for t in tables],
+        ctx.transactions,
+        ctx.versioning.version_type,
+        visible_sql,
+        incomplete_syncs_sql,
+    )
+
+
+# -- shared names and rules, for the macros that write SQL ---------------------------------------------
+
+
+def transaction_columns(spark: SparkSession, context: Mapping[str, Any]) -> str:
+    """The transactions table's columns, in order and quoted: for `insert into ... (columns)`."""
+    return transactions_table.column_list()
+
+
+def reserved_columns(spark: SparkSession, context: Mapping[str, Any], kind: str) -> list[str]:
+    """The names lakehistory gives a `kind` table's own columns (names.RESERVED), or with
+    `history_system` the columns a history table adds to its source's."""
+    return names.reserved_columns(kind)
+
+
+def moved_rows_sql(spark: SparkSession, context: Mapping[str, Any], alias: str) -> str:
+    """Whether a transaction (alias `alias` of the transactions table) opened, closed or purged a
+    row of its history table: the `_hx` builds' rule, for the derived models' macros."""
+    return transactions_table.moved_rows(alias)
+
+
+def naksha_uuid(
+    spark: SparkSession, context: Mapping[str, Any], object_id: str, at: str, object_type: int | str
+) -> str:
+    """The Naksha uuid expression (lakehistory.history.uuids) the engine writes transactions with."""
+    return naksha_uuid_sql(object_id, at, object_type, Context.of(context).database_id)
+
+
+def hx_resolved_sql(
+    spark: SparkSession, context: Mapping[str, Any], relation: str, foreign_keys: Sequence[Mapping[str, Any]]
+) -> str:
+    """Every row of the `_hx` table `relation` with each history foreign key resolved against the
+    parent rows known now, by the rule its build resolves with (`history_fk_sql`). `foreign_keys`:
+    {columns, parent, parent_columns, parent_id, resolved_as} each."""
+    resolved = f"(select * from {relation})"
+    for fk in foreign_keys:
+        resolved = "(" + history_fk_sql(resolved, **dict(fk)) + ")"
+    return resolved

@@ -1,0 +1,1 @@
+"""Operations that write to history tables on request (dbt run-operations): revert and undo."""
