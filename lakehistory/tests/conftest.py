@@ -60,11 +60,9 @@ def demo(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProjec
     return project
 
 
-# The groups that take longest (seconds in one process, `make test-python` with `--durations=0`
-# summed per group, 2026-11-27). pytest-xdist hands a process its next group when it is nearly
-# done with its last: the longest first, the short ones last, so that neither process waits for
-# the other at the end (when the long groups came last, one process idled for 105 s). A file
-# not listed here only queues after these.
+# The groups that take longest, in seconds in one process (`make test-python` with `--durations=0`,
+# summed per group): queued first, so that neither test process waits for the other at the end
+# (docs/decisions/0003). A file not listed here only queues after these.
 GROUP_SECONDS = {
     "demo": 465,
     "lakehistory/tests/history/test_bad_input.py": 300,

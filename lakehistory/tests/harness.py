@@ -25,19 +25,14 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILES_DIR = REPO_ROOT / "integration_tests"
 
 # The JIT of the tests' JVMs (LAKEHISTORY_JAVA_OPTIONS, profiles.yml): a test process runs thousands
-# of different small queries, and its JVM spent 84 s compiling in its first 95 s, much of it on code
-# that then ran a few thousand times. Three times Java's call counts before C2 compiles a method took
-# about a tenth off a test run, over two or three runs each, which is also the size of this machine's
-# run-to-run spread; no C2 at all was a third slower (README, Development).
+# of different small queries, so C2 compiles a method after three times Java's call counts
+# (docs/decisions/0002).
 JIT_FOR_SHORT_QUERIES = (
     "-XX:Tier4InvocationThreshold=15000 -XX:Tier4MinInvocationThreshold=6000"
     " -XX:Tier4CompileThreshold=30000 -XX:Tier4BackEdgeThreshold=120000"
 )
-# The garbage collector of the embedded test JVM: Java's throughput collector, not G1. Its heap
-# holds a few queries' short-lived objects at a time, so G1's concurrent marking (a thread of its
-# own on two cores) buys nothing. The same ten Fivetran-history tests, G1 and this in turn:
-# 151.5 s against 136.5 s, 147.5 s against 140.1 s (a third round, where G1 ran beside a lint, left
-# out), and in two rounds before, 158 s against 152 s and 198 s against 172 s.
+# The garbage collector of the test JVMs: Java's throughput collector, not G1. The heap holds a few
+# queries' short-lived objects at a time, so G1's concurrent marking buys nothing (docs/decisions/0002).
 GC_FOR_SHORT_QUERIES = "-XX:+UseParallelGC"
 # Both, as every test JVM takes them: the embedded one (conftest.py) and the cluster's (Connect test).
 JVM_FOR_SHORT_QUERIES = f"{JIT_FOR_SHORT_QUERIES} {GC_FOR_SHORT_QUERIES}"

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from harness import REPO_ROOT
-from lakehistory import door
+from lakehistory import door, macro_names
 
 MACROS = REPO_ROOT / "macros"
 DOOR_MACRO = MACROS / "internal" / "engine.sql"
@@ -92,6 +92,12 @@ def test_every_entry_point_is_called_by_a_macro() -> None:
         if inspect.isfunction(f) and f.__module__ == door.__name__ and not name.startswith("_")
     }
     assert public == {entry for _, entry, _ in engine_calls()}
+
+
+def test_the_macros_names_are_those_of_the_engine() -> None:
+    assert (REPO_ROOT / macro_names.MACRO_FILE).read_text() == macro_names.macro_text(), (
+        "macros/internal/names.sql is not what lakehistory.names says: run python -m lakehistory.macro_names"
+    )
 
 
 def test_the_context_refuses_what_the_macro_did_not_build() -> None:

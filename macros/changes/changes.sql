@@ -179,15 +179,8 @@ changes as (
     from before read NULL in it, as the history table's versions from before do. -#}
 {% macro _take_new_columns(history, columns) %}
   {%- if not (is_incremental() and lakehistory._builds()) -%}{{ return(none) }}{%- endif -%}
-  {%- set have = adapter.get_columns_in_relation(this) | map(attribute='name') | map('lower') | list -%}
-  {%- set missing = [] -%}
-  {%- for c in columns if c | lower not in have -%}{%- do missing.append(c) -%}{%- endfor -%}
-  {%- if missing | length == 0 -%}{{ return(none) }}{%- endif -%}
-  {%- set new = [] -%}
-  {%- for c in adapter.get_columns_in_relation(history) if c.name in missing -%}
-    {%- do new.append(adapter.quote(c.name) ~ ' ' ~ c.data_type) -%}
-  {%- endfor -%}
-  {%- do run_query('alter table ' ~ this ~ ' add columns (' ~ (new | join(', ')) ~ ')') -%}
+  {#- the rule the `_hx` builds follow too (lakehistory.derived.take_new_columns) -#}
+  {%- do lakehistory._engine('take_new_columns', {'table': this | string, 'history': history | string, 'columns': columns}) -%}
 {% endmacro %}
 
 
@@ -220,5 +213,6 @@ changes as (
 {#- The column names lakehistory gives a `kind` table's own columns (lakehistory.names.RESERVED),
     or with 'history_system' the columns a history table adds to its source's. -#}
 {% macro _reserved_columns(kind) %}
-  {{ return(lakehistory._engine('reserved_columns', {'kind': kind})) }}
+  {%- set names = lakehistory._names() -%}
+  {{ return(names['history_system'] if kind == 'history_system' else names['reserved'][kind]) }}
 {% endmacro %}

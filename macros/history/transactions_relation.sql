@@ -82,6 +82,5 @@
 {% endmacro %}
 
 {% macro default__transaction_columns() %}
-  {%- if not execute -%}{{ return('') }}{%- endif -%}
-  {{ return(lakehistory._engine('transaction_columns')) }}
+  {{ return(lakehistory._columns(lakehistory._names()['transaction_columns'], none)) }}
 {% endmacro %}

@@ -143,7 +143,7 @@
   {%- set position = {} -%}
   {%- for alias in ('s', 't') -%}
     {#- events in replay order: transaction, then valid time, no valid time last -#}
-    {%- do position.update({alias: "struct(" ~ alias ~ ".`_hist_trans_id`, coalesce(" ~ alias ~ ".`_hist_valid_time`, timestamp'9999-12-31 23:59:59.999999'))" if kind == 'events' else alias ~ ".`version`"}) -%}
+    {%- do position.update({alias: "struct(" ~ alias ~ ".`_hist_trans_id`, coalesce(" ~ alias ~ ".`_hist_valid_time`, " ~ lakehistory._names()['end_of_time']['timestamp'] ~ "))" if kind == 'events' else alias ~ ".`version`"}) -%}
   {%- endfor -%}
   {%- set sql -%}
     merge into {{ target }} as t

@@ -160,7 +160,7 @@
   {#- A sync reserved later than `at` has an id above every transaction recorded by then: only
       those whose tables had not all recorded them by `at` can cut before the last one. -#}
   {{- return("(select least(coalesce(max(t.`txn_id`), 0), coalesce((select min(`txn_id`) - 1 from "
-      ~ lakehistory.incomplete_syncs_sql(at) ~ "), 9223372036854775807)) from "
+      ~ lakehistory.incomplete_syncs_sql(at) ~ "), " ~ lakehistory._names()['end_of_time']['integer'] ~ ")) from "
       ~ lakehistory.transactions_relation() ~ " as t where " ~ known ~ ")") -}}
 {% endmacro %}
 
@@ -256,7 +256,7 @@
   {%- else -%}
     {%- set known = lakehistory.as_of_filter(version) if version is not none else lakehistory.is_current() -%}
     {%- set rows, lo, lo_closed = lakehistory.versioned(relation), '`_fivetran_start`', true -%}
-    {%- set p = {'to': '`_fivetran_end`', 'open': "timestamp'9999-12-31 23:59:59.999'"} -%}
+    {%- set p = {'to': '`_fivetran_end`', 'open': lakehistory._names()['fivetran_end_of_time']} -%}
   {%- endif -%}
   {#- A half-open period ends after x when its end is > x; a closed one (the valid clock) when >= x. -#}
   {%- set strict = not lo_closed -%}

@@ -65,7 +65,7 @@
 {% endmacro %}
 
 {% macro default__end_of_time() %}
-  {{- return(9223372036854775807 if lakehistory.version_type() == 'integer' else "timestamp'9999-12-31 23:59:59.999999'") -}}
+  {{- return(lakehistory._names()['end_of_time'][lakehistory.version_type()]) -}}
 {% endmacro %}
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakehistory import names
+from lakehistory import derived
 from lakehistory.command import commands
 from lakehistory.history import apply
 from lakehistory.history import transactions as transactions_table
@@ -237,18 +237,15 @@ def inspect(
     )
 
 
-# -- shared names and rules, for the macros that write SQL ---------------------------------------------
+# -- shared rules, for the macros of the derived tables ---------------------------------------------
 
 
-def transaction_columns(spark: SparkSession, context: Mapping[str, Any]) -> str:
-    """The transactions table's columns, in order and quoted: for `insert into ... (columns)`."""
-    return transactions_table.column_list()
-
-
-def reserved_columns(spark: SparkSession, context: Mapping[str, Any], kind: str) -> list[str]:
-    """The names lakehistory gives a `kind` table's own columns (names.RESERVED), or with
-    `history_system` the columns a history table adds to its source's."""
-    return names.reserved_columns(kind)
+def take_new_columns(
+    spark: SparkSession, context: Mapping[str, Any], table: str, history: str, columns: Sequence[str]
+) -> list[str]:
+    """The data columns `history` gained since the derived table `table` was last built, added to
+    it (spec rule 17), as the `_hx` builds add them."""
+    return derived.take_new_columns(spark, table, columns, lambda: dict(spark.table(history).dtypes))
 
 
 def moved_rows_sql(spark: SparkSession, context: Mapping[str, Any], alias: str) -> str:

@@ -80,6 +80,13 @@ RESERVED = {
 }
 
 
+# The open end: the `valid_to` of a current row, by the type of transaction time (var
+# lakehistory_version_type), unless the var lakehistory_open_end makes it NULL.
+END_OF_TIME = {"integer": "9223372036854775807", "timestamp": "timestamp'9999-12-31 23:59:59.999999'"}
+# Fivetran's: the `_fivetran_end` of an active row (milliseconds).
+FIVETRAN_END_OF_TIME = "timestamp'9999-12-31 23:59:59.999'"
+
+
 class ReservedNameError(ValueError):
     """A source column whose name the product gives a column of its own."""
 
@@ -87,12 +94,6 @@ class ReservedNameError(ValueError):
 def hx_id(table: str) -> str:
     """`xxx` -> `xxx_hx_id`: the full main-table name, not its key's (seed 003)."""
     return f"{table}_hx_id"
-
-
-def reserved_columns(kind: str) -> list[str]:
-    """`RESERVED[kind]`, or with kind
-    `history_system` the columns a history table adds to its source's."""
-    return list(HISTORY_SYSTEM if kind == "history_system" else RESERVED[kind])
 
 
 def collisions(columns: Iterable[str], reserved: Iterable[str], staging_prefix: bool = True) -> list[str]:

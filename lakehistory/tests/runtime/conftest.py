@@ -35,8 +35,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory, cluster: Cluster) -> I
         # Sized for this machine's two cores, as the embedded profile is. Code generation and
         # adaptive execution stay on (the tests' embedded session turns them off: conftest.py), so
         # the project is also tested as a cluster runs it; the JVMs get the tests' JIT and
-        # garbage-collector settings (harness.py). Day one through this server, G1 and the
-        # throughput collector in turn: 151.4 s, 137.9 s, 147.9 s, 135.9 s.
+        # garbage-collector settings (harness.py, docs/decisions/0002).
         conf={
             "spark.sql.shuffle.partitions": "4",
             "spark.databricks.delta.snapshotPartitions": "2",

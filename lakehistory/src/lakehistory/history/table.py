@@ -14,6 +14,7 @@ from lakehistory.landing.spec import STAGING_COLUMNS
 from lakehistory.names import (
     ACTIVE,
     END,
+    END_OF_TIME,
     FIVETRAN_PROTOCOL,
     HISTORY_SYSTEM,
     START,
@@ -23,8 +24,6 @@ from lakehistory.names import (
 )
 from lakehistory.sql import cols, q
 
-MAX_BIGINT = 9223372036854775807
-MAX_TIMESTAMP = "timestamp'9999-12-31 23:59:59.999999'"
 # Delta stores a column whose name holds one of these only with column mapping by name.
 MAPPED_NAME_CHARACTERS = frozenset(" ,;{}()\n\t=")
 COLUMN_MAPPING = "'delta.columnMapping.mode' = 'name'"
@@ -50,7 +49,7 @@ class Versioning:
     def open(self) -> str:
         if self.open_end == "null":
             return "null"
-        return str(MAX_BIGINT) if self.version_type == "integer" else MAX_TIMESTAMP
+        return END_OF_TIME[self.version_type]
 
     def is_current(self, alias: str) -> str:
         if self.open_end == "null" or self.append_only:

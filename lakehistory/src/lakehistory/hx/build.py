@@ -10,6 +10,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakehistory.derived import take_new_columns
 from lakehistory.hx.corrections import corrections
 from lakehistory.hx.foreign_keys import resolve_foreign_key
 from lakehistory.hx.model import (
@@ -94,13 +95,7 @@ def _with_new_columns(session: SparkSession, this: str, spec: HxSpec, source: Da
     """The `_hx` table, with the columns its source gained since the last build (an add_column
     schema change, spec rule 17) added to it first: its rows read NULL in them, as the source's
     versions from before do, and no row or id changes."""
-    existing = session.table(this)
-    have = {c.lower() for c in existing.columns}
-    types = dict(source.dtypes)
-    new = [f"{q(c)} {types[c]}" for c in spec.columns if c.lower() not in have]
-    if not new:
-        return existing
-    session.sql(f"alter table {this} add columns ({', '.join(new)})")
+    take_new_columns(session, this, spec.columns, lambda: dict(source.dtypes))
     return session.table(this)
 
 
