@@ -10,7 +10,7 @@ import re
 import pytest
 
 from harness import REPO_ROOT
-from lakehistory import door, macro_names
+from lakehistory import door, macro_names, names
 
 MACROS = REPO_ROOT / "macros"
 DOOR_MACRO = MACROS / "internal" / "engine.sql"
@@ -125,3 +125,16 @@ def test_the_argument_reader_sees_only_the_top_level_keys() -> None:
     text = "{'a': 1, 'b': {'c': 2}, 'd': f('e', {'x': 'y'}), 'f': 'g: h', 'i': [{'j': 'k'}]}"
     assert _arguments(text, 0) == ["a", "b", "d", "f", "i"]
     assert _arguments("arguments)", 0) is None
+
+
+def test_the_system_names_the_macros_spell_are_the_engine_s() -> None:
+    """SQL text in a macro reads better with `_fivetran_start` than with a lookup, so macros may
+    spell the protocol's and the event history's columns; each must be one lakehistory.names
+    declares, so that a rename on one side fails here."""
+    declared = {*names.FIVETRAN_PROTOCOL, *names.EVENT_SYSTEM}
+    spelled = {
+        (str(path.relative_to(REPO_ROOT)), name)
+        for path in MACROS.rglob("*.sql")
+        for name in re.findall(r"(?<!\w)(_fivetran_\w+|_hist_\w+)", path.read_text())
+    }
+    assert spelled and not {(path, name) for path, name in spelled if name not in declared}

@@ -54,3 +54,38 @@ def test_the_readme_layout_names_every_engine_module_and_package() -> None:
     present = {p.name + "/" for p in source.iterdir() if p.is_dir() and p.name != "__pycache__"}
     present |= {p.name for p in source.glob("*.py") if p.name != "__init__.py"}
     assert named == present
+
+
+# The engine's layers, lowest first: a module imports from its own layer or those below it, so no
+# package imports back up and none circles.
+LAYERS = [
+    {"names", "sql", "runtime"},
+    {"landing"},
+    {"history"},
+    {"derived", "hx", "operations"},
+    {"command", "macro_names"},
+    {"door"},
+]
+
+
+def _layer(module: str) -> int:
+    part = module.split(".")[1] if "." in module else module
+    return next(i for i, layer in enumerate(LAYERS) if part in layer)
+
+
+def test_the_engine_imports_only_downwards() -> None:
+    source = REPO_ROOT / "lakehistory" / "src" / "lakehistory"
+    upward = []
+    for path in source.rglob("*.py"):
+        parts = path.relative_to(source.parent).with_suffix("").parts
+        if parts[-1] == "__init__" and len(parts) == 2:
+            continue
+        own = _layer(".".join(parts[:2]))
+        text = path.read_text()
+        imports = re.findall(r"^\s*from (lakehistory\.\w+)", text, re.M)
+        for names in re.findall(r"^\s*from lakehistory import ([\w, ]+)", text, re.M):
+            imports += [f"lakehistory.{n.split(' as ')[0].strip()}" for n in names.split(",")]
+        for imported in imports:
+            if _layer(imported) > own:
+                upward.append(f"{'.'.join(parts)} imports {imported}")
+    assert not upward
