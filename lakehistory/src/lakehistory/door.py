@@ -7,16 +7,17 @@ here and takes the arguments the macro passes. That macro also adds `context`, w
 says once for every entry (its transactions table, writer lock, history tables, versioning,
 database id, dbt invocation), built in one macro (`lakehistory._engine_context`).
 
-SQL crosses the door only where a macro is what a user calls for SQL: the uuid expression and
-the two shared predicates below return SQL the engine also runs itself (one author for each rule),
-and a capture's or cleanup's statements, and the reads of the `lakehistory` command, are the
-macros' own SQL handed in. Everything else that crosses is names and values.
+SQL crosses the door in two places only (docs/decisions/0001). Three rules a user's query needs
+as SQL and the engine runs too come back as SQL, each written once, here: the Naksha uuid, "the
+transaction moved a row" and the history-FK resolution. A capture's or cleanup's statements and
+the reads of the `lakehistory` command go in: the macros are their authors. Everything else that
+crosses is names and values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -50,9 +51,7 @@ class Context:
 
     @classmethod
     def of(cls, given: Mapping[str, Any]) -> Context:
-        expected = {"transactions", "writer_lock", "history_tables", "invocation_id", "writer_wait_seconds"}
-        expected |= {"versioning", "database_id"}
-        if missing := expected - set(given):
+        if missing := {f.name for f in fields(cls)} - set(given):
             raise ContextError(f"the engine's context lacks {', '.join(sorted(missing))}")
         try:
             wait = float(given["writer_wait_seconds"])
