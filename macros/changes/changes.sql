@@ -24,11 +24,12 @@
   aggregate then pairs each key's closed and opened rows.
 -#}
 
-{#- CTEs `pending` (the transactions after `after_txn` of `operations` on `history`) and `changes`
-    (txn_id, the key columns, kind, valid_time, and the structs `old` and `new` of the data
-    columns), to put after `with`. `columns` are the history table's data columns (the caller has
-    read them), `first` the first pending version as SQL, none when nothing is pending. -#}
-{% macro _changes_ctes(history, columns, after_txn, first, operations=['batch', 'revert']) %}
+{#- CTEs `pending` (the transactions after `after_txn` of `operations` on `history`), `moved` and,
+    unless `paired` is false, `changes` (txn_id, the key columns, kind, valid_time, and the structs
+    `old` and `new` of the data columns), to put after `with`. `columns` are the history table's
+    data columns (the caller has read them), `first` the first pending version as SQL, none when
+    nothing is pending. -#}
+{% macro _changes_ctes(history, columns, after_txn, first, operations=['batch', 'revert'], paired=true) %}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set rows = lakehistory.versioned(history) -%}
   {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
@@ -85,7 +86,7 @@ moved as (
         where {{ valid_to }} >= {{ lo }}
     ) as m
     inner join pending as p on m.`move`.`at` = p.`version`
-),
+){%- if paired %},
 
 paired as (
     -- per transaction and key: the active row it closed (b), the active row it opened (a), and
@@ -114,6 +115,7 @@ changes as (
     -- a key with neither (only versions closed as they came) or both alike did not change
     where (`a` is not null or `b` is not null) and not (`a` <=> `b`)
 )
+{%- endif %}
 {%- endmacro %}
 
 

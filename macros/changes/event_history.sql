@@ -37,7 +37,7 @@
   {%- if first is none and is_incremental() -%}
     {{ return(lakehistory._nothing_to_append()) }}
   {%- endif -%}
-with {{ lakehistory._changes_ctes(history, columns, last, first) }},
+with {{ lakehistory._changes_ctes(history, columns, last, first, paired=false) }},
 
 {{ lakehistory._version_changes_ctes(history, columns, first) }},
 

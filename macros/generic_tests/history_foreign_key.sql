@@ -69,7 +69,11 @@ judged as (
     from child as c
     left join parent as pointed on c.reference = pointed.parent_id
     left join parent as known on {{ lakehistory._join_on_columns('known', 'c', child_key | length) }} and known.parent_txn <= c.child_txn
-    group by all
+    group by
+        {%- for c in child_key %}
+        c.k{{ loop.index0 }},
+        {%- endfor %}
+        c.child_at, c.child_txn, c.reference
 )
 
 select

@@ -5,11 +5,16 @@
 
 {% macro default__test_start_not_after_end(model, key, start, end) %}
 {%- set s = adapter.quote(start) -%}
-{%- set e = adapter.quote(end) %}
+{%- set e = adapter.quote(end) -%}
+{%- set keyed = lakehistory._test_columns(key) | map('lower') | list %}
 select
     {{ lakehistory._test_select(key) }},
+    {%- if start | lower not in keyed %}
     {{ s }},
+    {%- endif %}
+    {%- if end | lower not in keyed %}
     {{ e }},
+    {%- endif %}
     concat(
         {{ lakehistory._test_describe(key) }},
         case
