@@ -20,7 +20,7 @@ from history_case import HistoryCase, T, batch, version
 from harness import DbtProject, copy_project, transaction_rows, unique_schema
 from lakehistory.history import apply, ledger
 from lakehistory.history import lock as lock_module
-from lakehistory.history.apply import DELTA_VERSION, STARTED_AT, TXN_ID, run_transaction
+from lakehistory.history.apply import SESSION_DELTA_VERSION, SESSION_STARTED_AT, SESSION_TXN_ID, run_transaction
 from lakehistory.history.transactions import column_list, ensure_transactions_table
 from lakehistory.landing.batch import Column
 
@@ -141,7 +141,7 @@ def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in
             f" {started_at}, current_timestamp(), 0, 0, 0, 0, 0, {delta_version}, null"
         )
 
-    record = row(TXN_ID, "cleanup", STARTED_AT, DELTA_VERSION)
+    record = row(SESSION_TXN_ID, "cleanup", SESSION_STARTED_AT, SESSION_DELTA_VERSION)
     in_lock, taken = threading.Event(), []
 
     def history_writer() -> None:

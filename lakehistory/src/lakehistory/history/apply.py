@@ -250,9 +250,9 @@ def _drop_if_never_written(spark: SparkSession, target: str) -> None:
 
 
 # The session variables a capture's or cleanup's statements read their transaction from.
-TXN_ID = "system.session.lakehistory_txn_id"
-STARTED_AT = "system.session.lakehistory_started_at"
-DELTA_VERSION = "system.session.lakehistory_delta_version"
+SESSION_TXN_ID = "system.session.lakehistory_txn_id"
+SESSION_STARTED_AT = "system.session.lakehistory_started_at"
+SESSION_DELTA_VERSION = "system.session.lakehistory_delta_version"
 
 
 def run_transaction(
@@ -272,7 +272,7 @@ def run_transaction(
     writer, record what any history table committed and the transactions table lacks, take the
     next id, run `statements` and then record the transaction's row (`row`, a query of the
     transactions table's columns, in order). They read the id and its start from the session
-    variables TXN_ID and STARTED_AT; `row` also reads DELTA_VERSION, the Delta version of
+    variables SESSION_TXN_ID and SESSION_STARTED_AT; `row` also reads SESSION_DELTA_VERSION, the Delta version of
     `versioned` after the statements. Returns the id. `capture_of`: the snapshot whose capture
     this is; when its extract belongs to a sync, the transaction is the sync's (its id, start,
     author and app), reserved here if no table of the sync has reserved it yet.
@@ -298,12 +298,12 @@ def run_transaction(
                     f" not after transaction {state.history_last_id}, which {capture_of} already recorded: a table's"
                     " transactions only go forward. Nothing was captured."
                 )
-        _declare(spark, TXN_ID, "bigint", str(txn_id))
-        _declare(spark, STARTED_AT, "timestamp", f"timestamp'{started_at}'")
+        _declare(spark, SESSION_TXN_ID, "bigint", str(txn_id))
+        _declare(spark, SESSION_STARTED_AT, "timestamp", f"timestamp'{started_at}'")
         for statement in statements:
             spark.sql(statement)
         version = spark.sql(f"describe history {versioned} limit 1").collect()[0].version
-        _declare(spark, DELTA_VERSION, "bigint", str(int(version)))
+        _declare(spark, SESSION_DELTA_VERSION, "bigint", str(int(version)))
         lock.check_held()
         # materialized first: a capture's row reads the transactions table, which the statement
         # recording it writes
