@@ -3,8 +3,9 @@
 The macro `lakehistory.inspect` (macros/command/inspect.sql) calls `run`, through
 lakehistory.door.inspect, with what the dbt project knows: its history tables and extract
 snapshots (relation, key, landed source), the transactions table, and per history table the
-product's own time-travel SQL, which reads its version from a one-row view (VERSION_VIEW). Values a user types (versions, key values) travel as data (those
-views, DataFrame filters), never inside the SQL text.
+product's own time-travel SQL, which reads its version from a one-row view (VERSION_VIEW).
+Values a user types (versions, key values) travel as data (those views, DataFrame filters),
+never inside the SQL text.
 """
 
 from __future__ import annotations
