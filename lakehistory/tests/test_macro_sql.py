@@ -10,7 +10,12 @@ from harness import REPO_ROOT, DbtProject
 
 
 def test_the_sql_the_macros_write_passes_the_project_s_linter(demo: DbtProject) -> None:
-    compiled = sorted((demo.project_dir / "target" / "compiled").rglob("*.sql"))
+    # The project's own nodes; `dbt show --inline` of other tests compiles into "from remote system.sql/".
+    compiled = sorted(
+        p
+        for p in (demo.project_dir / "target" / "compiled").rglob("*.sql")
+        if p.is_file() and "from remote system" not in str(p)
+    )
     assert len(compiled) > 50, "the demo compiled fewer files than it has models and tests"
     # The project's rules (.sqlfluff) but those that judge how generated SQL reads rather than what
     # it does: its layout is the Jinja's; identifiers are quoted everywhere (RF06), qualified where
