@@ -15,8 +15,8 @@
     {#- a removal row is a transaction too: every row has valid_from only -#}
     {{- return("(select coalesce(max(`valid_from`), " ~ empty ~ ") from " ~ relation ~ ")") -}}
   {%- endif -%}
-  {{- return("(select coalesce(greatest(max(`valid_from`), max(nullif(`valid_to`, " ~ lakehistory.end_of_time()
-      ~ "))), " ~ empty ~ ") from " ~ relation ~ ")") -}}
+  {{- return("(select coalesce(greatest(max(`newest`.`valid_from`), max(nullif(`newest`.`valid_to`, " ~ lakehistory.end_of_time()
+      ~ "))), " ~ empty ~ ") from " ~ relation ~ " as `newest`)") -}}
 {% endmacro %}
 
 
