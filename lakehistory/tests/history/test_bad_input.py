@@ -321,15 +321,6 @@ def test_file_name_with_glob_characters_is_read_as_it_is(applied: HistoryCase) -
     assert [(r["id"], r["name"]) for r in case.fivetran_rows()] == [(3, "three")]
 
 
-def test_update_for_a_table_that_does_not_exist_yet(applied: HistoryCase) -> None:
-    case = HistoryCase(applied.project, "not_yet", COLS, ["id"])
-    land_raw(case, "000001", {"update_0.csv": f"{HEADER}\n{ROW}\n"}, {"table": "not_yet"}, sequence=1)
-    error = case.run_fails()
-    assert "000001" in error and "update_0.csv, data row 1" in error and "does not exist yet" in error, error
-    assert not case.exists()
-    assert case.transactions() == []
-
-
 def test_duplicate_start_clashing_with_the_table_is_refused(applied: HistoryCase) -> None:
     """Rule 9 inserts as sent; a version repeating a stored (key, start) with no earliest start
     for the key would give the table two rows with one primary key."""

@@ -163,6 +163,47 @@ def test_seed_deletes_example(project: DbtProject) -> None:
     assert (txn["versions_opened"], txn["versions_closed"], txn["rows_in"]) == (1, 1, 1)
 
 
+def test_an_update_without_a_previous_version_is_ignored_in_every_batch(project: DbtProject) -> None:
+    """Rule 10: an update for a key with no previous version is ignored, in a new table's first
+    batch as in any later one; it is no previous version for the key's later updates either."""
+    case = fresh(project, "orphan_updates")
+    first = batch(
+        1,
+        replace=[row(1, "abc", 1, T(1), T(3) - ONE_MS, False, T(100))],
+        update=[
+            row(2, "lone", UNMODIFIED, T(2), T(4) - ONE_MS, False, T(100)),  # key 2 has no version
+            row(2, UNMODIFIED, 7, T(4), TMAX, True, T(100)),  # nor after the ignored one
+            row(1, UNMODIFIED, 5, T(3), TMAX, True, T(100)),
+        ],
+        earliest=[],
+    )
+    second = batch(
+        2,
+        update=[
+            row(3, UNMODIFIED, UNMODIFIED, T(5), TMAX, True, T(101)),
+            row(1, "xyz", UNMODIFIED, T(6), TMAX, True, T(101)),
+        ],
+        earliest=[{"id": 3, START: T(5)}, {"id": 1, START: T(6)}],
+    )
+    only_orphans = fresh(project, "only_orphan_updates")
+    only_orphans.land(batch(1, update=[row(4, "x", UNMODIFIED, T(1), TMAX, True, T(100))], earliest=[]))
+    case.land(first)
+    case.land(second)
+    case.run()
+    expected = [
+        row(1, "abc", 1, T(1), T(3) - ONE_MS, False, T(100)),
+        row(1, "abc", 5, T(3), T(6) - ONE_MS, False, T(100)),
+        row(1, "xyz", 5, T(6), TMAX, True, T(101)),
+    ]
+    assert case.fivetran_rows() == case.expected(expected)
+    assert case.fivetran_rows() == case.expected(apply_batch(apply_batch([], first), second)), "the reference agrees"
+    # batch 2 opens key 1's new version and the closed copy of the one before it; key 3 nothing
+    assert [(t["batch_id"], t["versions_opened"]) for t in case.transactions()] == [("000001", 2), ("000002", 2)]
+    only_orphans.run()
+    assert only_orphans.exists() and only_orphans.fivetran_rows() == []
+    assert [t["batch_id"] for t in only_orphans.transactions()] == ["000001"]
+
+
 # --- random streams against the reference model -------------------------------------------
 
 WRITER_OPTIONS = st.fixed_dictionaries(

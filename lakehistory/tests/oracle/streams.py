@@ -6,7 +6,8 @@ several versions of one key per batch, deletes (delete rows, or the deleted vers
 closed row), resurrections, late versions (a batch whose earliest start for a key lies before
 versions already sent, re-sending the key's versions from there on), re-delivered batches (same
 content, new batch id and sequence), and both earliest forms (earliest rows, `_fivetran_earliest`
-flags, both, or, in a first batch, neither). Timestamps are whole milliseconds, UTC, and distinct
+flags, both, or, in a first batch, neither), and updates of keys the source never had (rule 10:
+ignored, in any batch, the first one included). Timestamps are whole milliseconds, UTC, and distinct
 per key. Streams stay small: they are replayed through Spark.
 
     from hypothesis import given
@@ -108,6 +109,7 @@ class _Stream:
         columns: list[Column],
         key: list[str],
         keys: list[Key],
+        strays: list[Key],
         deleted_mode: str,
         deleted_name: str,
         max_events: int,
@@ -116,6 +118,7 @@ class _Stream:
         self.columns = columns
         self.key = key
         self.keys = keys
+        self.strays = strays  # keys of the key's domain that are never inserted
         self.deleted = deleted_name if deleted_mode == "table" else None
         self.named = {"table": deleted_name, "named_missing": MISSING_DELETED_COLUMN}.get(deleted_mode)
         self.data = [c for c in columns if c.name not in key and c.name != self.deleted]
@@ -212,6 +215,17 @@ class _Stream:
         row.update({START: _ts(v.start), END: end, ACTIVE: active, SYNCED: _ts(synced)})
         return row
 
+    def _stray_update(self, synced: int, form: str) -> Row:
+        """An update of a key that has no version anywhere: rule 10 ignores it."""
+        row: Row = dict(zip(self.key, self.draw(st.sampled_from(self.strays))))
+        for name, value in self._random_values().items():
+            row[name] = self.draw(st.sampled_from([UNMODIFIED, value]))
+        start = self.draw(st.integers(0, self.now))
+        row.update({START: _ts(start), END: TMAX, ACTIVE: True, SYNCED: _ts(synced)})
+        if form in ("seed", "both"):
+            row[EARLIEST] = True
+        return row
+
     def history(self) -> list[Row]:
         """The source's true history: every version with its valid time (no deleted column, no
         `_fivetran_synced`)."""
@@ -261,6 +275,8 @@ class _Stream:
                 if form in ("seed", "both"):
                     row[EARLIEST] = versions[j].start == first
                 (update if as_update else replace).append(row)
+        if self.strays and self.draw(st.integers(0, 3)) == 0:
+            update.append(self._stray_update(synced, form))
         shuffle = self.draw(st.randoms(use_true_random=False)).shuffle
         shuffle(replace)  # file order is not start order (rule 12)
         shuffle(update)
@@ -322,8 +338,12 @@ def streams_with_history(
         else st.tuples(st.sampled_from(_ID_VALUES))
     )
     keys = draw(st.lists(key_value, min_size=1, max_size=max_keys, unique=True))
+    domain = (
+        [(i, r) for i in _ID_VALUES for r in _REGION_VALUES] if composite else [(i,) for i in _ID_VALUES]
+    )
+    strays = [k for k in domain if k not in keys]
 
-    stream = _Stream(draw, columns, key, keys, mode, deleted_name, max_events)
+    stream = _Stream(draw, columns, key, keys, strays, mode, deleted_name, max_events)
     batches: list[Batch] = []
     count = draw(st.integers(1, max_batches))
     while len(batches) < count:

@@ -73,7 +73,7 @@ def stage_pending_batches(
     try:
         # The files are read once: validation and the history merge read this copy.
         staged = staged.localCheckpoint()
-        validate(staged, spec, table_exists=applied.last_sequence is not None)
+        validate(staged, spec)
     except BatchError:
         raise
     except Exception as exc:  # e.g. a truncated gzip member surfaces when the file is scanned

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakehistory.names import START
@@ -11,7 +11,7 @@ from lakehistory.sql import q
 from .spec import TableSpec, batch_error
 
 
-def validate(staged: DataFrame, spec: TableSpec, table_exists: bool = True) -> None:
+def validate(staged: DataFrame, spec: TableSpec) -> None:
     """Raise BatchError for the first problems found in the staged rows (a bounded collect)."""
     problems = (
         staged.where(F.col("_lh_misuse").isNotNull() | F.col("_lh_bad_cell").isNotNull())
@@ -33,8 +33,6 @@ def validate(staged: DataFrame, spec: TableSpec, table_exists: bool = True) -> N
         .limit(1)
         .collect()
     )
-    if not table_exists:
-        _check_updates_of_a_new_table(staged, spec)
     if duplicates:
         d = duplicates[0]
         key = ", ".join(f"{k}={d[k]!r}" for k in spec.key)
@@ -43,27 +41,3 @@ def validate(staged: DataFrame, spec: TableSpec, table_exists: bool = True) -> N
             f"key ({key}) has {d.n} versions with the same _fivetran_start {d[START]} in {', '.join(d.files)}",
         )
 
-
-def _check_updates_of_a_new_table(staged: DataFrame, spec: TableSpec) -> None:
-    """An update changes a row the table holds. Before the table's first batch is applied there
-    is none, so an update row of the first batch needs an earlier replace row of its key in that
-    batch; otherwise the batch was meant for a table that does not exist here."""
-    key_columns = [F.col(q(k)) for k in spec.key]
-    before = Window.partitionBy(*key_columns).orderBy(START).rowsBetween(Window.unboundedPreceding, -1)
-    orphans = (
-        staged.where((F.col("_lh_ordinal") == 1) & F.col("_lh_kind").isin("replace", "update"))
-        .withColumn("_lh_replaced_before", F.max((F.col("_lh_kind") == "replace").cast("int")).over(before))
-        .where((F.col("_lh_kind") == "update") & F.coalesce(F.col("_lh_replaced_before"), F.lit(0)).eqNullSafe(0))
-        .select("_lh_batch_id", "_lh_file", "_lh_row", *key_columns)
-        .orderBy("_lh_file", "_lh_row")
-        .limit(1)
-        .collect()
-    )
-    if orphans:
-        o = orphans[0]
-        key = ", ".join(f"{k}={o[k]!r}" for k in spec.key)
-        raise batch_error(
-            o._lh_batch_id,
-            f"file {o._lh_file}, data row {o._lh_row}: an update of key ({key}), but table {spec.table} does not "
-            "exist yet and the batch brings no earlier full row (replace) of that key",
-        )
