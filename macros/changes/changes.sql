@@ -46,6 +46,7 @@ pending as (
         t.`author`,
         t.`app_id`,
         t.`started_at`,
+        t.`committed_at`,
         t.`source_table`,
         t.`history_table`
     from {{ lakehistory.transactions_relation() }} as t
@@ -178,11 +179,13 @@ changes as (
 
 {#- A data column the history table gained since this model's last build (an add_column schema
     change, spec rule 17) joins the model's table before the new rows are appended; its rows
-    from before read NULL in it, as the history table's versions from before do. -#}
-{% macro _take_new_columns(history, columns) %}
+    from before read NULL in it, as the history table's versions from before do. So does a column
+    of the model's own (`own`: name to type) that a later release of lakehistory added. -#}
+{% macro _take_new_columns(history, columns, own={}) %}
   {%- if not (is_incremental() and lakehistory._builds()) -%}{{ return(none) }}{%- endif -%}
   {#- the rule the `_hx` builds follow too (lakehistory.derived.take_new_columns) -#}
-  {%- do lakehistory._engine('take_new_columns', {'table': this | string, 'history': history | string, 'columns': columns}) -%}
+  {%- do lakehistory._engine('take_new_columns', {'table': this | string, 'history': history | string,
+      'columns': columns, 'own_columns': own}) -%}
 {% endmacro %}
 
 

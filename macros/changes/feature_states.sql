@@ -12,7 +12,8 @@
                       PURGE: a cleanup removed versions of the key, so its states before the
                       cleanup's cutoff can no longer be rebuilt with the time-travel macros
     version           the key's change counter: 1, 2, 3, ... (a re-insert continues it)
-    uuid, puuid       this state's Naksha uuid and the previous state's (NULL for version 1).
+    uuid, puuid       this state's Naksha uuid and the previous state's (NULL on a CREATE, the
+                      re-insert of a deleted key included: seed 002).
                       Object type 1 (feature), the transaction's date, the project's database id;
                       the object id is txn_id * 2^28 + the state's ordinal within its transaction
                       (by key), so uuids are unique across all tables of the project. The tables of
@@ -23,6 +24,10 @@
                       previous state's author and a new feature is authored by the app (seed 002)
     created_at        transaction time of the key's first state
     updated_at        transaction time of this state (the transaction's started_at)
+    rtcts             real (wall-clock) time of the key's first state
+    rtuts             real time of this state: when its transaction committed the history table
+                      (the transactions table's committed_at). A sync's tables share updated_at,
+                      each has its own rtuts
     valid_created_at  valid time of the key's first state (its first version's _fivetran_start)
     valid_updated_at  valid time of this state (changes.sql); a PURGE keeps the previous one
     deleted           true from a DELETE until the next CREATE
@@ -41,7 +46,7 @@
   {%- endif -%}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set columns = lakehistory._data_columns_without(history, 'states') -%}
-  {%- do lakehistory._take_new_columns(history, columns) -%}
+  {%- do lakehistory._take_new_columns(history, columns, {'rtcts': 'timestamp', 'rtuts': 'timestamp'}) -%}
   {%- set operations = ['batch', 'revert', 'cleanup'] -%}
   {%- set last = lakehistory._last_recorded_txn('txn_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last, operations) -%}
@@ -92,6 +97,7 @@ previous as (
         l.s.`author`,
         l.s.`deleted`,
         l.s.`created_at`,
+        l.s.`rtcts`,
         l.s.`valid_created_at`,
         l.s.`valid_updated_at`,
         struct({{ lakehistory._columns(columns, 'l.s') }}) as `values`
@@ -109,6 +115,7 @@ previous as (
         cast(null as string) as `author`,
         cast(null as boolean) as `deleted`,
         cast(null as timestamp) as `created_at`,
+        cast(null as timestamp) as `rtcts`,
         cast(null as timestamp) as `valid_created_at`,
         cast(null as timestamp) as `valid_updated_at`,
         `values`
@@ -121,6 +128,7 @@ numbered as (
     select
         s.*,
         p.`started_at`,
+        p.`committed_at`,
         p.`app_id`,
         p.`txn_uuid`,
         case when s.`action` = 'CREATE' then coalesce(p.`author`, p.`app_id`) else p.`author` end as `own_author`,
@@ -161,6 +169,8 @@ chained as (
         s.`txn_uuid`,
         coalesce(r.`created_at`, first(s.`started_at`) over ({{ by_key }})) as `created_at`,
         s.`started_at` as `updated_at`,
+        coalesce(r.`rtcts`, first(s.`committed_at`) over ({{ by_key }})) as `rtcts`,
+        s.`committed_at` as `rtuts`,
         coalesce(r.`valid_created_at`, first(s.`valid_time`, true) over ({{ by_key }})) as `valid_created_at`,
         case when s.`action` = 'PURGE'
             then coalesce(last(s.`valid_time`, true) over ({{ by_key }} {{ before }}), r.`valid_updated_at`)
@@ -175,13 +185,15 @@ select
     s.`action`,
     s.`version`,
     s.`uuid`,
-    coalesce(lag(s.`uuid`) over ({{ by_key }}), s.`previous_uuid`) as `puuid`,
+    case when s.`action` != 'CREATE' then coalesce(lag(s.`uuid`) over ({{ by_key }}), s.`previous_uuid`) end as `puuid`,
     s.`txn_uuid` as `txn`,
     s.`txn_id`,
     s.`author`,
     s.`app_id`,
     s.`created_at`,
     s.`updated_at`,
+    s.`rtcts`,
+    s.`rtuts`,
     s.`valid_created_at`,
     s.`valid_updated_at`,
     s.`deleted`

@@ -38,6 +38,7 @@
       0,
       0,
       system.session.lakehistory_delta_version,
+      null,
       null
   -- the extract read once: its time is the clock of the versions this capture opened and closed
   from (

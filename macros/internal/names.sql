@@ -76,6 +76,8 @@
         "app_id",
         "created_at",
         "updated_at",
+        "rtcts",
+        "rtuts",
         "valid_created_at",
         "valid_updated_at",
         "deleted"
@@ -105,7 +107,8 @@
       "rows_overlap_deleted",
       "rows_purged",
       "delta_version",
-      "sync_id"
+      "sync_id",
+      "commit_json"
     ]
   }) }}
 {% endmacro %}

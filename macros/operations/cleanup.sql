@@ -155,6 +155,7 @@
         0,
         {{ purged }},
         system.session.lakehistory_delta_version,
+        null,
         null
   {%- endset -%}
   {%- set txn_id = lakehistory.run_transaction(transactions, statements, row, target) -%}

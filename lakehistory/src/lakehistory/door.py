@@ -93,11 +93,13 @@ def stage_batches(
     key: Sequence[str],
     columns: Sequence[Sequence[str]],
     run_tables: Sequence[Sequence[str]],
+    app_id_required: bool,
 ) -> None:
-    """A landed table's pending batches, read, validated and typed, as the temp view `view`."""
+    """A landed table's pending batches, read, validated and typed, as the temp view `view`.
+    `app_id_required`: feature states are built from the history table."""
     ctx = Context.of(context)
     staging.register_pending_batches(
-        spark, view, landing_root, table, key, columns, ctx.transactions, ctx.invocation_id, run_tables
+        spark, view, landing_root, table, key, columns, ctx.transactions, ctx.invocation_id, run_tables, app_id_required
     )
 
 
@@ -240,11 +242,18 @@ def inspect(
 
 
 def take_new_columns(
-    spark: SparkSession, context: Mapping[str, Any], table: str, history: str, columns: Sequence[str]
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    table: str,
+    history: str,
+    columns: Sequence[str],
+    own_columns: Mapping[str, str],
 ) -> list[str]:
     """The data columns `history` gained since the derived table `table` was last built, added to
-    it (spec rule 17), as the `_hx` builds add them."""
-    return derived.take_new_columns(spark, table, columns, lambda: dict(spark.table(history).dtypes))
+    it (spec rule 17), as the `_hx` builds add them; then the model's own columns (name to type)
+    that `table` lacks, made by an earlier release of lakehistory."""
+    added = derived.take_new_columns(spark, table, columns, lambda: dict(spark.table(history).dtypes))
+    return added + derived.take_new_columns(spark, table, list(own_columns), lambda: dict(own_columns))
 
 
 def moved_rows_sql(spark: SparkSession, context: Mapping[str, Any], alias: str) -> str:

@@ -63,6 +63,8 @@ STATE_SYSTEM = (
     "app_id",
     "created_at",
     "updated_at",
+    "rtcts",
+    "rtuts",
     "valid_created_at",
     "valid_updated_at",
     DELETED,

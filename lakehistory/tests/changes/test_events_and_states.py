@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -101,22 +102,27 @@ def check_events(events: list[dict], txns: dict[int, dict], key: list[str]) -> N
     for e in events:
         by_change[(e["_hist_trans_id"], tuple(e[c] for c in key), e["_hist_valid_time"])].append(e["_hist_event"])
         t = txns[e["_hist_trans_id"]]
-        assert (e["_hist_user"], e["_hist_time"]) == (t["author"], t["started_at"]), e
+        assert (e["_hist_user"], e["_hist_time"]) == (t["author"] or t["app_id"], t["started_at"]), e
     for change, codes in by_change.items():
         assert sorted(codes) in ([INSERT], [DELETE], [UPDATE_FROM, UPDATE_TO]), f"{change}: events {codes}"
 
 
 def points(reference: list[dict], key: list[str], data: list[str]) -> dict:
     """Each key's valid-time history in the reference table: (instant, deleted, values) at each
-    version's start, and 1 ms after a version that ends with no version starting then."""
-    rows = [normalize(r) for r in reference]
+    version's start, and 1 ms after a version that ends with no version starting then. Two
+    versions may end at one instant (a late version inserted before a deletion, rule 8 leaving the
+    version before it as it was): that instant ends the later-starting one."""
+    rows = sorted((normalize(r) for r in reference), key=lambda r: r[START])
     starts = {(tuple(r[c] for c in key), r[START]) for r in rows}
     out = collections.defaultdict(list)
+    ends: dict = {}
     for r in rows:
         k, values = tuple(r[c] for c in key), tuple(r[c] for c in data)
         out[k].append((r[START], False, values))
         if not r[ACTIVE] and (k, r[END] + ONE_MS) not in starts:
-            out[k].append((r[END] + ONE_MS, True, values))
+            ends[(k, r[END] + ONE_MS)] = values
+    for (k, instant), values in ends.items():
+        out[k].append((instant, True, values))
     return {k: sorted(p) for k, p in out.items()}
 
 
@@ -160,8 +166,10 @@ def check_core(core: list[dict], events: list[dict], table: str) -> None:
 
 
 def check_chains(states: list[dict], txns: dict[int, dict], key: list[str]) -> None:
-    """Per key: versions 1..n, each puuid the previous uuid; uuids unique and decoding to their
-    transaction, its date, type 1 and the database id; CREATE exactly when the key did not exist."""
+    """Per key: versions 1..n, each puuid the previous uuid but NULL on every CREATE (seed 002);
+    uuids unique and decoding to their transaction, its date, type 1 and the database id; CREATE
+    exactly when the key did not exist; rtuts the commit of the state's transaction on the
+    history table, rtcts the key's first one."""
     assert len({s["uuid"] for s in states}) == len(states), "a uuid repeats"
     chains = collections.defaultdict(list)
     for s in states:
@@ -169,9 +177,12 @@ def check_chains(states: list[dict], txns: dict[int, dict], key: list[str]) -> N
     for k, chain in chains.items():
         chain.sort(key=lambda s: s["version"])
         assert [s["version"] for s in chain] == list(range(1, len(chain) + 1)), k
-        assert [s["puuid"] for s in chain] == [None] + [s["uuid"] for s in chain[:-1]], k
+        assert [s["puuid"] for s in chain] == [
+            None if s["action"] == "CREATE" else previous["uuid"]
+            for previous, s in zip([{"uuid": None}, *chain], chain, strict=False)
+        ], k
         assert [s["txn_id"] for s in chain] == sorted(s["txn_id"] for s in chain), k
-        existed = False
+        existed, author = False, None
         for s in chain:
             t = txns[s["txn_id"]]
             fields = decode(s["uuid"])
@@ -181,13 +192,20 @@ def check_chains(states: list[dict], txns: dict[int, dict], key: list[str]) -> N
                 1,
                 DATABASE_ID,
             ), s
-            assert (s["txn"], s["updated_at"], s["created_at"]) == (
+            assert (s["txn"], s["updated_at"], s["created_at"], s["rtuts"], s["rtcts"]) == (
                 t["txn_uuid"],
                 t["started_at"],
                 txns[chain[0]["txn_id"]]["started_at"],
+                t["committed_at"],
+                txns[chain[0]["txn_id"]]["committed_at"],
             ), s
             assert (s["action"] == "CREATE") == (not existed and s["action"] != "PURGE"), s
             existed = not s["deleted"]
+            # seed 002: with no author, an update or delete keeps the current author, and a new
+            # feature is authored by the application
+            assert s["app_id"] == t["app_id"], s
+            assert s["author"] == (t["author"] or (t["app_id"] if s["action"] == "CREATE" else author)), s
+            author = s["author"]
 
 
 # --- random streams --------------------------------------------------------------------------------
@@ -224,7 +242,8 @@ def test_random_streams_replay_to_the_reference_and_the_time_travel_answers(
         expected: dict[int, dict] = {}
         references: dict[int, list] = {}
         for i, b in enumerate(batches):
-            padded = dataclasses.replace(pad(b, columns), author=f"user{i}")
+            # every third batch has no author: the states' author rule (seed 002) has work to do
+            padded = dataclasses.replace(pad(b, columns), author=None if i % 3 == 1 else f"user{i}", app_id=f"app{i}")
             case.land(padded)
             run(project, name)
             reference = apply_batch(reference, padded)
@@ -410,6 +429,8 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
             "app_id": t["app_id"],
             "created_at": t1["started_at"],
             "updated_at": t["started_at"],
+            "rtcts": t1["committed_at"],
+            "rtuts": t["committed_at"],
             "valid_created_at": naive(valid_created),
             "valid_updated_at": naive(valid),
             "deleted": deleted,
@@ -425,7 +446,9 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
         state(t6, "PURGE", 5, "c", 3.0, False, T(4), T(1)),  # the values and valid time it had
         state(t7, "UPDATE", 6, "d", 3.0, False, T(6), T(1)),
     ]
-    assert [s["puuid"] for s in gauge_2] == [None] + [s["uuid"] for s in gauge_2[:-1]]
+    # the re-insert at t4 is a CREATE: no puuid (seed 002), while its version counts on
+    links = [None, gauge_2[0]["uuid"], gauge_2[1]["uuid"], None, gauge_2[3]["uuid"], gauge_2[4]["uuid"]]
+    assert [s["puuid"] for s in gauge_2] == links
     assert {s["gauge_id"] for s in states if s["action"] == "PURGE"} == {1, 2}
     assert [s["action"] for s in states if s["gauge_id"] == 3] == ["CREATE"]
 
@@ -445,6 +468,32 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
     for name in versions:
         compiled = next((project.project_dir / "target" / "compiled").rglob(f"{name}.sql")).read_text()
         assert f"{name} where false" in compiled, compiled
+
+
+def test_states_need_the_application_and_keep_the_commit_json(project: DbtProject) -> None:
+    """Seed 002: the application identifier must not be null. A history table that feature states
+    are built from refuses a batch with no app_id, naming it, and applies nothing; one no states
+    model reads takes it. A manifest's commit_json is recorded as the JSON it sent."""
+    columns = [Column("valve_id", "bigint"), Column("state", "string")]
+    case = HistoryCase(project, "valve", columns, ["valve_id"])
+    add_changes(project, "valve", core=False)
+    first = batch("valve", columns, "valve_id", 1, "alice", [version(T(1), valve_id=1, state="open")])
+    case.land(dataclasses.replace(first, app_id=None))
+    error = project.run_fails("run", "--select", "valve+")
+    assert "Batch 000001" in error and "names no app_id" in error, error
+    assert not case.exists() and case.transactions() == []
+    plain = HistoryCase(project, "valve_plain", columns, ["valve_id"])  # no states are built from it
+    plain.land(dataclasses.replace(first, table="valve_plain", app_id=None))
+    plain.run()
+    assert [t["app_id"] for t in plain.transactions()] == [None]
+
+    shutil.rmtree(project.landing / "valve" / "000001")
+    sent = {"ticket": "OPS-7", "checked": [1, 2.5, None], "note": 'ünïcode "quoted"'}
+    case.land(dataclasses.replace(first, commit_json=sent))
+    run(project, "valve")
+    (txn,) = case.transactions()
+    assert json.loads(txn["commit_json"]) == sent and txn["app_id"] == "lakehistory"
+    assert [s["action"] for s in read(project, "valve_states", "version")] == ["CREATE"]
 
 
 def test_a_data_column_named_like_a_state_column_stops_the_feature_states(project: DbtProject) -> None:

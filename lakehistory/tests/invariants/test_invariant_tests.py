@@ -30,7 +30,7 @@ CAUGHT: dict[str, tuple[tuple[str, ...], set]] = {
     "hx_append_only__hx_bad": (("id", "txn_id"), {(None, 2), (5, 3)}),
     "version_chain__states_bad": (
         ("region", "id", "version"),
-        {("a", 1, 3), ("a", 2, 2), ("b", 1, 1), ("b", 2, 1), ("b", 2, 2)},
+        {("a", 1, 3), ("a", 2, 2), ("b", 1, 1), ("b", 2, 1), ("b", 2, 2), ("c", 1, 3)},
     ),
     "update_pairs__events_bad": (("id", "_hist_trans_id"), {(1, 6), (2, 6)}),
     "history_foreign_key__station_hx_bad": (

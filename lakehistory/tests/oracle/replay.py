@@ -10,7 +10,7 @@ INSERT, DELETE, UPDATE_FROM, UPDATE_TO = 1, 2, 3, 4
 # A feature state's own columns; the rest are the table's data columns.
 STATE_COLUMNS = frozenset(
     ("action", "version", "uuid", "puuid", "txn", "txn_id", "author", "app_id", "created_at", "updated_at")
-    + ("valid_created_at", "valid_updated_at", "deleted")
+    + ("rtcts", "rtuts", "valid_created_at", "valid_updated_at", "deleted")
 )
 
 

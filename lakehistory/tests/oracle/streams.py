@@ -338,9 +338,7 @@ def streams_with_history(
         else st.tuples(st.sampled_from(_ID_VALUES))
     )
     keys = draw(st.lists(key_value, min_size=1, max_size=max_keys, unique=True))
-    domain = (
-        [(i, r) for i in _ID_VALUES for r in _REGION_VALUES] if composite else [(i,) for i in _ID_VALUES]
-    )
+    domain = [(i, r) for i in _ID_VALUES for r in _REGION_VALUES] if composite else [(i,) for i in _ID_VALUES]
     strays = [k for k in domain if k not in keys]
 
     stream = _Stream(draw, columns, key, keys, strays, mode, deleted_name, max_events)

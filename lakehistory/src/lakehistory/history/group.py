@@ -46,6 +46,7 @@ class Batch:
     author: str | None
     app_id: str | None
     commit_message: str | None
+    commit_json: str | None
     truncate: bool
     schema_changes: tuple[tuple[int, str, str], ...]
     rows_in: int

@@ -54,6 +54,7 @@ _ROW_SCHEMA = StructType(
         StructField("rows_overlap_deleted", LongType()),
         StructField("delta_version", LongType()),
         StructField("sync_id", StringType()),
+        StructField("commit_json", StringType()),
     ]
 )
 
@@ -126,6 +127,7 @@ class Txn:
     rows_overlap_deleted: int
     operation: str = "batch"  # commits made before reverts existed carry no operation
     sync_id: str | None = None  # the sync whose id it shares with the sync's other tables
+    commit_json: str | None = None  # the manifest's commit_json, as JSON text
 
 
 def commit_metadata(txns: Sequence[Txn]) -> str:
@@ -200,6 +202,7 @@ def record(spark: SparkSession, transactions: str, commits: Iterable[tuple[str, 
             t.rows_overlap_deleted,
             c.version,
             t.sync_id,
+            t.commit_json,
         )
         for history, c in commits
         for t in c.txns
@@ -228,7 +231,8 @@ def record(spark: SparkSession, transactions: str, commits: Iterable[tuple[str, 
             rows_overlap_deleted,
             0,
             delta_version,
-            sync_id
+            sync_id,
+            commit_json
         from `{NEW_TRANSACTIONS_VIEW}`
     """)
     insert_transactions(spark, transactions, new, min(r[0] for r in rows), rows)

@@ -51,6 +51,7 @@ LAYOUT = (
     Field("rows_purged", "bigint", True, "Closed versions physically removed (cleanup)"),
     Field("delta_version", "bigint", True, "The Delta version of the history table this transaction committed"),
     Field("sync_id", "string", False, "The sync the transaction applied, a revert's reservation, or NULL"),
+    Field("commit_json", "string", False, "Optional JSON of the batch manifest (seed 002's commit_json), as JSON text"),
 )
 COLUMNS = tuple(field.name for field in LAYOUT)
 

@@ -104,9 +104,10 @@ class Batch:
     deleted_column: str | None = None
     truncate: Truncate | None = None
     schema_changes: list[SchemaChange] = field(default_factory=list)
-    author: str = "lakehistory"
+    author: str | None = "lakehistory"
     app_id: str = "lakehistory"
     commit_message: str | None = None
+    commit_json: Any = None  # any JSON value
     sync: Sync | None = None
     null_string: str = "\\N"
     unmodified_string: str = "__unmodified__"

@@ -157,7 +157,10 @@ def parse_manifest(folder: str, content: bytes) -> dict[str, Any]:
         raise batch_error(
             folder, f"manifest.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
+    # commit_json (seed 002) is any JSON the source sends: kept as JSON text, not typed
+    commit_json = body.pop("commit_json", None) if isinstance(body, dict) else None
     manifest: dict[str, Any] = conform(folder, "manifest.json", body, MANIFEST_SCHEMA)
+    manifest["commit_json"] = None if commit_json is None else json.dumps(commit_json, ensure_ascii=False)
     version = manifest["format_version"]
     if version != FORMAT_VERSION:
         said = "lacks 'format_version'" if version is None else f"has format_version {version}"
@@ -267,6 +270,13 @@ def pending_manifests(manifests: list[dict[str, Any]], spec: TableSpec, applied:
         if manifest["batch_id"] not in applied.batch_ids:
             pending.append(manifest)
     pending.sort(key=lambda m: m["sequence"])
+    for manifest in pending if spec.app_id_required else ():
+        if not manifest.get("app_id"):
+            raise batch_error(
+                manifest["batch_id"],
+                f"its manifest names no app_id, and feature states are built from {spec.table}: every state"
+                " names the application that made it (seed 002: the application identifier must not be null)",
+            )
     for earlier, later in zip(pending, pending[1:]):
         if earlier["sequence"] == later["sequence"]:
             raise batch_error(

@@ -31,6 +31,7 @@ BATCH_META = (
     "_lh_author",
     "_lh_app_id",
     "_lh_commit_message",
+    "_lh_commit_json",
     "_lh_sync",
     "_lh_truncate_mode",
     "_lh_truncate_before",
@@ -51,6 +52,7 @@ STAGING_TYPES = {
     "_lh_author": "string",
     "_lh_app_id": "string",
     "_lh_commit_message": "string",
+    "_lh_commit_json": "string",  # on a batch's marker and schema rows, like `_lh_sync`
     "_lh_sync": "struct<id:string,sequence:bigint,tables:array<string>>",  # on a batch's marker and schema rows
     "_lh_truncate_mode": "string",
     "_lh_truncate_before": "timestamp",
@@ -80,6 +82,8 @@ class TableSpec:
     # Columns a schema change adds or drops (rule 17): files from before the add or after the drop
     # may lack them, and their cells are then NULL.
     migrated: frozenset[str] = frozenset()
+    # Feature states are built from the table: each names the application that made it (seed 002).
+    app_id_required: bool = False
 
     @property
     def data_columns(self) -> tuple[Column, ...]:

@@ -32,12 +32,13 @@ def register_pending_batches(
     transactions: str | None = None,
     invocation_id: str = "",
     run_tables: Sequence[Sequence[str]] = (),
+    app_id_required: bool = False,
 ) -> None:
     """For `lakehistory.landing_batches` (lakehistory.door): stage, validate and register the pending
     batches of `table` as the temp view `view`. `run_tables`: every [landing root, table] the
     invocation `invocation_id` stages, sent by its first staging, which reads them all
-    (run_reads.py)."""
-    spec = TableSpec(table=table, key=tuple(key), columns=spec_columns(columns))
+    (run_reads.py). `app_id_required`: feature states are built from the table."""
+    spec = TableSpec(table=table, key=tuple(key), columns=spec_columns(columns), app_id_required=app_id_required)
     found = run_reads.landed(spark, invocation_id, transactions, landing_root, table, run_tables)
     staged = stage_pending_batches(spark, landing_root, spec, transactions, found)
     staged.createOrReplaceTempView(view)

@@ -40,4 +40,3 @@ def validate(staged: DataFrame, spec: TableSpec) -> None:
             d._lh_batch_id,
             f"key ({key}) has {d.n} versions with the same _fivetran_start {d[START]} in {', '.join(d.files)}",
         )
-

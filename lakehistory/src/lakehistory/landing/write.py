@@ -199,6 +199,7 @@ def _manifest(batch: Batch, files: list[dict[str, str]]) -> dict[str, Any]:
         "author": batch.author,
         "app_id": batch.app_id,
         "commit_message": batch.commit_message,
+        **({"commit_json": batch.commit_json} if batch.commit_json is not None else {}),
         **sync,
         "deleted_column": batch.deleted_column,
         "truncate": truncate,
