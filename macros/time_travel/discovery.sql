@@ -1,16 +1,25 @@
 {#-
-  Version discovery. current_version(relation): the table's current version, the largest
-  transaction id in its valid_from or (closed) valid_to; an empty table has the var
-  `lakehistory_empty_version` (default 0). current_versions(): one row per history table of the
-  project (table_name, version).
+  Version discovery. current_version(relation, period=none): the table's current version, the
+  largest version in its valid_from or (closed) valid_to; an empty table has the var
+  `lakehistory_empty_version` (default 0). Any other history is read by its period (period.sql),
+  whose open end is no version. current_versions(): one row per history table of the project
+  (table_name, version).
 -#}
-{% macro current_version(relation) %}
-  {{ return(adapter.dispatch('current_version', 'lakehistory')(relation)) }}
+{% macro current_version(relation, period=none) %}
+  {{ return(adapter.dispatch('current_version', 'lakehistory')(relation, period)) }}
 {% endmacro %}
 
-{% macro default__current_version(relation) %}
+{% macro default__current_version(relation, period=none) %}
   {%- set empty = var('lakehistory_empty_version', 0 if lakehistory.version_type() == 'integer' else '0001-01-01 00:00:00') -%}
   {%- set empty = empty if lakehistory.version_type() == 'integer' else "timestamp'" ~ empty ~ "'" -%}
+  {%- set p = lakehistory.period_of(relation, period) -%}
+  {%- if p.kind != 'history' -%}
+    {%- set newest = 'max(' ~ p.from ~ ')' -%}
+    {%- if p.to is not none -%}
+      {%- set newest = 'greatest(' ~ newest ~ ', max(' ~ (('nullif(' ~ p.to ~ ', ' ~ p.open ~ ')') if p.open else p.to) ~ '))' -%}
+    {%- endif -%}
+    {{- return("(select coalesce(" ~ newest ~ ", " ~ empty ~ ") from " ~ p.rows ~ " as `newest`)") -}}
+  {%- endif -%}
   {%- if lakehistory.append_only() -%}
     {#- a removal row is a transaction too: every row has valid_from only -#}
     {{- return("(select coalesce(max(`valid_from`), " ~ empty ~ ") from " ~ relation ~ ")") -}}

@@ -1,10 +1,13 @@
 {#-
   The period of a relation's rows, so that as_of, current and the SQL:2011 forms (as_of.sql) read
   any history, not only history tables. A row is valid from `valid_from` (inclusive) to
-  `valid_to` (exclusive); an open row's valid_to is NULL or a fixed "end of time" value.
+  `valid_to` (exclusive); an open row's valid_to is NULL or a fixed "end of time" value: the
+  period's `open_end` (SQL of valid_to's type, e.g. 2147483647 as Atoti writes it, or
+  "timestamp'2099-12-31 23:59:59'"), else NULL.
 
   Where the period comes from, first match wins:
-    1. the `period` argument of as_of, current or history: {'valid_from': ..., 'valid_to': ...};
+    1. the `period` argument of as_of, current, history or current_version: {'valid_from': ...,
+       'valid_to': ..., 'open_end': ...};
     2. the relation's config, `meta: {lakehistory: {period: {valid_from: ..., valid_to: ...}}}`
        on a model, seed or snapshot (the same keys);
     3. what the relation is:
@@ -64,11 +67,13 @@
 {#- The period a config (or the arguments) names. `to` is a column, or the next row's valid_from
     (a column `valid_to` the subquery adds), or none (valid for ever). -#}
 {% macro _period_from_config(relation, config, kind) %}
-  {%- set unknown = config.keys() | reject('in', ['valid_from', 'valid_to', 'key', 'order', 'removed']) | list -%}
-  {%- if unknown or not config.get('valid_from') -%}
-    {{ exceptions.raise_compiler_error(relation ~ ": a period needs valid_from, and takes valid_to, key, order and"
-        ~ " removed; got " ~ (config.keys() | list)) }}
+  {%- set unknown = config.keys() | reject('in', ['valid_from', 'valid_to', 'open_end', 'key', 'order', 'removed']) | list -%}
+  {%- if unknown or not config.get('valid_from') or (config.get('open_end') is not none and not config.get('valid_to')) -%}
+    {{ exceptions.raise_compiler_error(relation ~ ": a period needs valid_from, and takes valid_to (with its open_end),"
+        ~ " key, order and removed; got " ~ (config.keys() | list)) }}
   {%- endif -%}
+  {%- set open = config.get('open_end') -%}
+  {%- set open = none if open is none or (open | string | lower) == 'null' else (open | string) -%}
   {%- set start = adapter.quote(config.valid_from) -%}
   {%- set key = lakehistory._as_list(config.get('key')) -%}
   {%- set removed = config.get('removed') -%}
@@ -86,7 +91,7 @@
   {%- if removed -%}
     {%- set rows = '(select * from ' ~ rows ~ ' where not coalesce(' ~ adapter.quote(removed) ~ ', false))' -%}
   {%- endif -%}
-  {{ return({'kind': kind, 'rows': rows, 'from': start, 'to': end, 'open': none, 'hide': hide}) }}
+  {{ return({'kind': kind, 'rows': rows, 'from': start, 'to': end, 'open': open, 'hide': hide}) }}
 {% endmacro %}
 
 
@@ -124,7 +129,8 @@
 {% endmacro %}
 
 {% macro _period_ended_by(p, x) %}
-  {{ return('false' if p.to is none else p.to ~ ' <= (' ~ x ~ ')') }}
+  {%- if p.to is none -%}{{ return('false') }}{%- endif -%}
+  {{ return(p.to ~ ' <= (' ~ x ~ ')' ~ ((' and ' ~ p.to ~ ' != (' ~ p.open ~ ')') if p.open else '')) }}
 {% endmacro %}
 
 {% macro _period_is_open(p) %}

@@ -8,6 +8,10 @@
     lakehistory_open_end      'max' (default): a current row's valid_to is the largest value of
                               the type (keeps as-of filters plain range predicates).
                               'null': a current row's valid_to is NULL.
+                              A value of the version type (Atoti's validRowToColumnValue): an
+                              integer such as 2147483647, or a time such as '2099-12-31
+                              23:59:59'. Every version must stay below it; a run that would
+                              reach it is refused.
     lakehistory_append_only   false (default), or true: rows are never updated. A history table
                               has valid_from only; a version that leaves the table is recorded by
                               an appended row with `removal` = true. As of v, a (key,
@@ -31,10 +35,15 @@
   {{ return(adapter.dispatch('open_end', 'lakehistory')()) }}
 {% endmacro %}
 
+{#- 'max', 'null', or the chosen value as text (an integer, or a time). -#}
 {% macro default__open_end() %}
-  {%- set value = var('lakehistory_open_end', 'max') -%}
-  {%- if value not in ('max', 'null') -%}
-    {{ exceptions.raise_compiler_error("var lakehistory_open_end must be 'max' or 'null', not " ~ value) }}
+  {%- set value = (var('lakehistory_open_end', 'max') | string).strip() -%}
+  {%- if value in ('max', 'null') -%}{{ return(value) }}{%- endif -%}
+  {%- set integer = lakehistory.version_type() == 'integer' -%}
+  {%- set pattern = '-?[0-9]{1,19}' if integer else '[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?)?' -%}
+  {%- if not modules.re.fullmatch(pattern, value) -%}
+    {{ exceptions.raise_compiler_error("var lakehistory_open_end must be 'max', 'null' or "
+        ~ ("an integer" if integer else "a time such as '2099-12-31 23:59:59'") ~ ", not " ~ value) }}
   {%- endif -%}
   {{- return(value) -}}
 {% endmacro %}
@@ -59,13 +68,17 @@
 {% endmacro %}
 
 
-{#- The largest version: what an open valid_to means. -#}
+{#- What an open valid_to means: the open end the project chose, else the type's largest value. -#}
 {% macro end_of_time() %}
   {{ return(adapter.dispatch('end_of_time', 'lakehistory')()) }}
 {% endmacro %}
 
 {% macro default__end_of_time() %}
-  {{- return(lakehistory._names()['end_of_time'][lakehistory.version_type()]) -}}
+  {%- set value = lakehistory.open_end() -%}
+  {%- if value in ('max', 'null') -%}
+    {{- return(lakehistory._names()['end_of_time'][lakehistory.version_type()]) -}}
+  {%- endif -%}
+  {{- return(value if lakehistory.version_type() == 'integer' else "timestamp'" ~ value.replace('T', ' ') ~ "'") -}}
 {% endmacro %}
 
 

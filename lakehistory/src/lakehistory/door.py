@@ -65,7 +65,7 @@ class Context:
             history_tables=tuple(str(t) for t in given["history_tables"]),
             invocation_id=str(given["invocation_id"] or ""),
             writer_wait_seconds=wait,
-            versioning=Versioning(**dict(given["versioning"])),
+            versioning=Versioning(**{**dict(given["versioning"]), "open_end": str(given["versioning"]["open_end"])}),
             database_id=database_id_of(given["database_id"]),
         )
 

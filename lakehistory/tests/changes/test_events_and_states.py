@@ -302,15 +302,17 @@ def test_random_streams_replay_to_the_reference_and_the_time_travel_answers(
 # --- a hand-checked fixture ------------------------------------------------------------------------
 
 GAUGE = [Column("gauge_id", "bigint"), Column("label", "string"), Column("level", "double")]
+ATOTI_OPEN_END = 2147483647
 
 
-@pytest.fixture(scope="module", params=["integer_max", "timestamp_null"])
+@pytest.fixture(scope="module", params=["integer_atoti", "timestamp_null"])
 def gauge_project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory, request) -> DbtProject:
-    """The default way of writing transaction time, and the other extreme: transaction times as
-    versions and NULL open ends."""
+    """Two ways of writing transaction time: ids with Atoti's open end (Integer.MAX_VALUE; the
+    default open end, the largest bigint, is what every other test builds), and transaction times
+    as versions with NULL open ends."""
     project = DbtProject(copy_project(tmp_path_factory.mktemp("gauge")), unique_schema(f"gauge_{request.param}"))
     settings = {
-        "integer_max": "",
+        "integer_atoti": f"  lakehistory_open_end: {ATOTI_OPEN_END}\n",
         "timestamp_null": "  lakehistory_version_type: timestamp\n  lakehistory_open_end: 'null'\n",
     }
     with (project.project_dir / "dbt_project.yml").open("a") as f:
@@ -340,6 +342,14 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
     # and the one after it restated, since the late version rewrote its previous values.
     late = [g(T(1.5), T(2) - ONE_MS, gauge_id=1, label="late", level=None), g(T(2), gauge_id=1, label="a", level=2.0)]
     t5 = land(5, "erin", late)
+
+    # The open end the project chose: current rows hold it, and the time-travel macros read by it.
+    ends = {r["valid_to"] for r in project.rows("select distinct valid_to from {schema}.gauge")}
+    assert (None if timestamps else ATOTI_OPEN_END) in ends and len(ends) > 1, ends
+    current = project.rows(project.compile_inline("select * from {{ lakehistory.current(ref('gauge')) }}"))
+    assert sorted((r["gauge_id"], r["label"]) for r in current) == [(1, "a"), (2, "c"), (3, "z")]
+    (newest,) = project.rows(project.compile_inline("select {{ lakehistory.current_version(ref('gauge')) }} as v"))
+    assert newest["v"] == (t5["started_at"] if timestamps else t5["txn_id"])
 
     def event(t, code, gauge_id, label, level, valid):
         return {

@@ -6,6 +6,7 @@ and filtered (or replayed) by the test."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 
 from demo_reference import compile_many
@@ -177,3 +178,53 @@ def test_feature_states_as_of_every_transaction_by_the_period_their_config_names
             demo.spark.sql(f"set var lh_test_v = {v}")
             got = {(r[key],): tuple(r[c] for c in data) for r in demo.rows(queries[table])}
             assert got == replay_states(states, [key], data, v), f"{table} as of {v}"
+
+
+ATOTI_PRICES = """id,label,valid_from,valid_to
+1,a,1,3
+1,a2,3,2147483647
+2,b,1,2
+3,c,2,2147483647
+4,d,4,2147483647
+"""
+ATOTI_PERIOD = {"valid_from": "valid_from", "valid_to": "valid_to", "open_end": 2147483647}
+
+
+def test_a_table_written_the_atoti_way_reads_by_its_open_end(dbt_project: DbtProject) -> None:
+    """Seed 004: open rows hold the table's own open end (validRowToColumnValue, here
+    Integer.MAX_VALUE). Read by the period its config names, and by the `period` argument."""
+    seeds = dbt_project.project_dir / "seeds"
+    (seeds / "atoti_prices.csv").write_text(ATOTI_PRICES)
+    (seeds / "_atoti.yml").write_text(
+        "seeds:\n  - name: atoti_prices\n    config:\n"
+        "      column_types: {id: int, label: string, valid_from: bigint, valid_to: bigint}\n"
+        f"      meta: {{lakehistory: {{period: {json.dumps(ATOTI_PERIOD)}}}}}\n"
+    )
+    dbt_project.run_ok("seed", "--select", "atoti_prices")
+    ref = "ref('atoti_prices')"
+    queries = compile_many(
+        dbt_project,
+        {
+            "current": f"select * from {{{{ lakehistory.current({ref}) }}}}",
+            "current by argument": f"select * from {{{{ lakehistory.current({ref}, period={ATOTI_PERIOD!r}) }}}}",
+            **{f"as_of {v}": f"select * from {{{{ lakehistory.as_of({ref}, {v}) }}}}" for v in range(5)},
+            "contained": f"select * from {{{{ lakehistory.history({ref}, 'contained_in', 1, 2147483647) }}}}",
+            "version": f"select {{{{ lakehistory.current_version({ref}) }}}} as v",
+            "version by argument": f"select {{{{ lakehistory.current_version({ref}, period={ATOTI_PERIOD!r}) }}}} as v",
+        },
+    )
+
+    def rows(name: str) -> set:
+        return {(r["id"], r["label"]) for r in dbt_project.rows(queries[name])}
+
+    current = {(1, "a2"), (3, "c"), (4, "d")}
+    assert rows("current") == rows("current by argument") == current
+    assert [rows(f"as_of {v}") for v in range(5)] == [
+        set(),
+        {(1, "a"), (2, "b")},
+        {(1, "a"), (3, "c")},
+        {(1, "a2"), (3, "c")},
+        current,
+    ]
+    assert rows("contained") == {(1, "a"), (2, "b")}, "an open row is never contained, whatever the bound"
+    assert [dbt_project.rows(queries[q])[0]["v"] for q in ("version", "version by argument")] == [4, 4]

@@ -147,6 +147,8 @@ def apply_pending(
                 refused = _unconfigured_deleted_column(pending, layout)
                 applicable = pending[: pending.index(refused)] if refused else pending
                 plan, state = _transactions_of(own, transactions, target, applicable, state, invocation_id)
+                for txn_id, started_at, _ in plan:
+                    versioning.refuse_past_open_end(txn_id, started_at, target)
                 _reached("reserved")
                 at = 0
                 while at < len(applicable):

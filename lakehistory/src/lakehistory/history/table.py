@@ -3,6 +3,7 @@ transaction time (the project's vars), creating it, and adding the columns a bat
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,11 +36,33 @@ class HistoryError(RuntimeError):
 
 @dataclass(frozen=True)
 class Versioning:
-    """How transaction time is written (the project vars; see macros/time_travel/versioning.sql)."""
+    """How transaction time is written (the project vars; see macros/time_travel/versioning.sql).
+    `open_end`, the `valid_to` of a current row: 'max' (the type's largest value), 'null', or a
+    value of the version type (Atoti's validRowToColumnValue, e.g. 2147483647 or
+    '2099-12-31 23:59:59'), which every version must stay below."""
 
     version_type: str = "integer"  # or 'timestamp'
-    open_end: str = "max"  # or 'null'
+    open_end: str = "max"
     append_only: bool = False
+
+    def __post_init__(self) -> None:
+        if self.version_type not in END_OF_TIME:
+            raise HistoryError(
+                f"var lakehistory_version_type must be 'integer' or 'timestamp', not {self.version_type!r}"
+            )
+        if self.open_end not in ("max", "null") and self.open_value is None:
+            kind = "an integer" if self.version_type == "integer" else "a timestamp such as '2099-12-31 23:59:59'"
+            raise HistoryError(f"var lakehistory_open_end must be 'max', 'null' or {kind}, not {self.open_end!r}")
+
+    @property
+    def open_value(self) -> int | dt.datetime | None:
+        """The open end the project chose as a value of the version type; None for max and null."""
+        try:
+            if self.version_type == "integer":
+                return int(str(self.open_end).strip())
+            return dt.datetime.fromisoformat(str(self.open_end).strip())
+        except ValueError:
+            return None
 
     @property
     def sql_type(self) -> str:
@@ -47,9 +70,25 @@ class Versioning:
 
     @property
     def open(self) -> str:
-        if self.open_end == "null":
-            return "null"
-        return END_OF_TIME[self.version_type]
+        value = self.open_value if self.open_end not in ("max", "null") else None
+        if isinstance(value, dt.datetime):
+            return f"timestamp'{value.isoformat(sep=' ')}'"
+        if value is not None:
+            return str(value)
+        return "null" if self.open_end == "null" else END_OF_TIME[self.version_type]
+
+    def refuse_past_open_end(self, txn_id: int, started_at: str, table: str) -> None:
+        """A version at or past a chosen open end would read as a row still current."""
+        value = self.open_value if self.open_end not in ("max", "null") else None
+        reached = (isinstance(value, int) and txn_id >= value) or (
+            isinstance(value, dt.datetime) and dt.datetime.fromisoformat(started_at) >= value
+        )
+        if reached:
+            version = txn_id if isinstance(value, int) else started_at
+            raise HistoryError(
+                f"nothing was applied to {table}: its next version {version} is not below the open end {value}"
+                " (var lakehistory_open_end), which marks the rows still current"
+            )
 
     def is_current(self, alias: str) -> str:
         if self.open_end == "null" or self.append_only:
@@ -106,7 +145,7 @@ def create_table(spark: SparkSession, target: str, layout: Layout, versions: Ver
         )
         clustering = [*layout.keys[:3], "valid_from"]
     else:
-        not_null = " not null" if versions.open_end == "max" else ""
+        not_null = "" if versions.open_end == "null" else " not null"
         open_text = versions.open.replace("'", "")
         columns.append(
             f"`valid_to` {versions.sql_type}{not_null} comment 'Transaction that closed this row (exclusive);"

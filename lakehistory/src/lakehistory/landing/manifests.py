@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -259,7 +260,7 @@ def with_migrations(spec: TableSpec, manifests: list[dict[str, Any]]) -> TableSp
                     manifest["_folder_name"],
                     f"schema_changes[{index}] adds {name} as {change['type']}, but the table has it as {known.type}",
                 )
-    return TableSpec(spec.table, spec.key, spec.columns + tuple(added.values()), frozenset(migrated))
+    return dataclasses.replace(spec, columns=spec.columns + tuple(added.values()), migrated=frozenset(migrated))
 
 
 def pending_manifests(manifests: list[dict[str, Any]], spec: TableSpec, applied: Applied) -> list[dict[str, Any]]:
