@@ -30,6 +30,8 @@ WALL_CLOCK = {
     "at",
     "created_at",
     "updated_at",
+    "rtcts",
+    "rtuts",
     "uuid",
 }
 SNAPSHOT_CLOCK = {"dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to"}

@@ -105,7 +105,7 @@ class Batch:
     truncate: Truncate | None = None
     schema_changes: list[SchemaChange] = field(default_factory=list)
     author: str | None = "lakehistory"
-    app_id: str = "lakehistory"
+    app_id: str | None = "lakehistory"
     commit_message: str | None = None
     commit_json: Any = None  # any JSON value
     sync: Sync | None = None
