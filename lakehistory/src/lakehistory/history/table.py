@@ -57,6 +57,8 @@ class Versioning:
     @property
     def open_value(self) -> int | dt.datetime | None:
         """The open end the project chose as a value of the version type; None for max and null."""
+        if self.open_end in ("max", "null"):
+            return None
         try:
             if self.version_type == "integer":
                 return int(str(self.open_end).strip())
@@ -70,7 +72,7 @@ class Versioning:
 
     @property
     def open(self) -> str:
-        value = self.open_value if self.open_end not in ("max", "null") else None
+        value = self.open_value
         if isinstance(value, dt.datetime):
             return f"timestamp'{value.isoformat(sep=' ')}'"
         if value is not None:
@@ -79,7 +81,7 @@ class Versioning:
 
     def refuse_past_open_end(self, txn_id: int, started_at: str, table: str) -> None:
         """A version at or past a chosen open end would read as a row still current."""
-        value = self.open_value if self.open_end not in ("max", "null") else None
+        value = self.open_value
         reached = (isinstance(value, int) and txn_id >= value) or (
             isinstance(value, dt.datetime) and dt.datetime.fromisoformat(started_at) >= value
         )
