@@ -305,7 +305,9 @@ GAUGE = [Column("gauge_id", "bigint"), Column("label", "string"), Column("level"
 ATOTI_OPEN_END = 2147483647
 
 
-@pytest.fixture(scope="module", params=["integer_atoti", "timestamp_null"])
+# `make test` builds Atoti's open end; the timestamp versions, which the time-travel tests also
+# build, run here in `make test-slow`.
+@pytest.fixture(scope="module", params=["integer_atoti", pytest.param("timestamp_null", marks=pytest.mark.slow)])
 def gauge_project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory, request) -> DbtProject:
     """Two ways of writing transaction time: ids with Atoti's open end (Integer.MAX_VALUE; the
     default open end, the largest bigint, is what every other test builds), and transaction times

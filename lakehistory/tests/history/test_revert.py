@@ -20,7 +20,8 @@ GAUGE = [Column("gauge_id", "bigint"), Column("label", "string"), Column("level"
 KEY, DATA = ["gauge_id"], ["label", "level"]
 
 
-@pytest.fixture(scope="module", params=["integer_max", "timestamp_null"])
+# `make test` reverts on transaction ids; the timestamp versions run in `make test-slow`.
+@pytest.fixture(scope="module", params=["integer_max", pytest.param("timestamp_null", marks=pytest.mark.slow)])
 def case(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> HistoryCase:
     """Transaction ids as versions with the max as open end, and the other extreme: transaction
     times as versions with NULL open ends."""
