@@ -46,6 +46,8 @@ FIGURES = {
 }
 
 
+# Seven minutes of dbt runs, most of them the sync of many tables: in `make test-slow`, with `make bench`.
+@pytest.mark.slow
 def test_bench_smoke_reports_every_measure(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
