@@ -1,6 +1,6 @@
 {#-
   inspect(command, args), as a run-operation: the `lakehistory` command's answers (status, log,
-  timeline, diff, as-of; lakehistory/src/lakehistory/command). This macro says what the project
+  timeline, diff, as-of, tags; lakehistory/src/lakehistory/command). This macro says what the project
   knows: its history tables and extract snapshots with their landed sources, the transactions
   table, and each history table's time-travel SQL (as_of and versioned, the rules every query of
   the project uses), reading its version from a one-row view the Python side fills.

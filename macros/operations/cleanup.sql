@@ -10,7 +10,8 @@
   or `before`, an instant: the version current then. Without `model`, every history table is
   cleaned, then every event history, feature states and `_hx` model (retention.sql). A history
   table loses the rows with `valid_to <= cutoff`: they belong to no state as of the cutoff or
-  later, and a current row (open valid_to) is never touched.
+  later, and a current row (open valid_to) is never touched. Nor is a version a tag needs (one
+  current as of a tagged transaction: lakehistory.tag), and the log names each tag that kept some.
 
   A history table's rows leave it in one Delta commit (a DELETE, with deletion vectors), recorded
   as a transaction (operation = 'cleanup'). The models built on it read the rows a transaction
@@ -95,18 +96,25 @@
     {{ return(0) }}
   {%- endif -%}
   {%- set version = lakehistory._version_of_txn(horizon) -%}
-  {#- The versions no answer at or after the cutoff needs (an append-only table: superseded rows). -#}
+  {#- The versions no answer at or after the cutoff needs (an append-only table: superseded rows),
+      but those a tag needs. The tags are read in the removing statement itself, which runs under
+      the writer lock a tag is made under, so a tag made meanwhile keeps its rows. Delta's DELETE
+      takes no subquery: the rows leave by a MERGE. -#}
+  {%- set tags = lakehistory._engine('ensure_tags_table') -%}
+  {%- set tagged_version = '`txn_id`' if lakehistory.version_type() == 'integer' else '`started_at`' -%}
+  {%- set versions = lakehistory.history_keys(target) + ['_fivetran_start'] -%}
   {%- if lakehistory.append_only() -%}
-    {%- set versions = lakehistory.history_keys(target) + ['_fivetran_start'] -%}
-    {%- set doomed -%}
-      select {{ lakehistory._columns(versions, none) }}, `valid_from` from (
-          select *, lead(`valid_from`) over (partition by {{ lakehistory._columns(versions, none) }} order by `valid_from`) as `_lh_next`
-          from {{ target }}
-      ) where `_lh_next` <= {{ version }}
-    {%- endset -%}
+    {%- set closed, until = "(select *, lead(`valid_from`) over (partition by " ~ lakehistory._columns(versions, none)
+        ~ " order by `valid_from`) as `_lh_next` from " ~ target ~ ")", '`_lh_next`' -%}
   {%- else -%}
-    {%- set doomed = "select * from " ~ target ~ " where `valid_to` <= " ~ version -%}
+    {%- set closed, until = target, '`valid_to`' -%}
   {%- endif -%}
+  {%- set doomed -%}
+    select h.* from {{ closed }} as h
+    left anti join {{ tags }} as g on g.{{ tagged_version }} >= h.`valid_from` and g.{{ tagged_version }} < h.{{ until }}
+    where h.{{ until }} <= {{ version }}
+  {%- endset -%}
+  {%- do lakehistory._log_tags_kept(model, target, tags, tagged_version, version, horizon) -%}
   {%- set purged = run_query("select count(*) from (" ~ doomed ~ ")").rows[0][0] | int -%}
   {%- if purged == 0 -%}
     {{ log("cleanup: " ~ model ~ " holds no version closed at or before transaction " ~ horizon ~ "; nothing to do", info=true) }}
@@ -125,14 +133,10 @@
         ~ " from (" ~ doomed ~ ")",
   ] -%}
   {%- set remove -%}
-    {%- if lakehistory.append_only() %}
     merge into {{ target }} as t
     using ({{ doomed }}) as d
     on {{ lakehistory._join_on('t', 'd', versions) }} and t.`valid_from` = d.`valid_from`
     when matched then delete
-    {%- else %}
-    delete from {{ target }} where `valid_to` <= {{ version }}
-    {%- endif %}
   {%- endset -%}
   {%- do statements.append(remove) -%}
   {%- set row -%}
@@ -161,4 +165,18 @@
   {%- set txn_id = lakehistory.run_transaction(transactions, statements, row, target) -%}
   {{ log("cleanup: removed " ~ purged ~ " version(s) of " ~ model ~ " closed at or before transaction " ~ horizon ~ " (transaction " ~ txn_id ~ ")", info=true) }}
   {{ return(purged) }}
+{% endmacro %}
+
+
+{#- Logs each tag that keeps versions of a history table a cleanup would otherwise remove (an
+    append-only table's too are kept, but not counted here: its rows have no valid_to). -#}
+{% macro _log_tags_kept(model, target, tags, tagged_version, version, horizon) %}
+  {%- if lakehistory.append_only() -%}{{ return(none) }}{%- endif -%}
+  {%- set kept = run_query("select g.`tag`, g.`txn_id`, count(*) from " ~ target ~ " as h inner join " ~ tags ~ " as g on g."
+      ~ tagged_version ~ " >= h.`valid_from` and g." ~ tagged_version ~ " < h.`valid_to` where h.`valid_to` <= " ~ version
+      ~ " group by g.`tag`, g.`txn_id` order by g.`txn_id`, g.`tag`") -%}
+  {%- for row in kept.rows -%}
+    {{ log("cleanup: tag " ~ row[0] ~ " (transaction " ~ row[1] ~ ") keeps " ~ row[2] ~ " version(s) of " ~ model
+        ~ " closed at or before transaction " ~ horizon, info=true) }}
+  {%- endfor -%}
 {% endmacro %}

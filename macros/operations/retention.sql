@@ -13,6 +13,9 @@
                     A row a history foreign key of a child `_hx` table points at stays, so every
                     history foreign key still finds its parent row; children are cleaned first
 
+  Each also keeps what a tag (lakehistory.tag) before c reads: a key's last event or state up to
+  the tagged transaction, and the `_hx` rows current then.
+
   A model that another reads incrementally (a history table's events, states and `_hx` tables; an
   `_hx` table's children; an event history's core_history) keeps what the reader has not recorded
   yet: its cutoff stops at the reader's last recorded transaction.
@@ -137,23 +140,36 @@
 {% endmacro %}
 
 
-{#- Event history or feature states: every entry of a key up to `c` but its last. -#}
+{#- Event history or feature states: every entry of a key up to `c` but its last, and but its
+    last up to each tagged transaction before `c` (lakehistory.tag), which replays to the tag. -#}
 {% macro _log_retention_sql(kind, target, keys, c) %}
   {%- set txn = '`_hist_trans_id`' if kind == 'events' else '`txn_id`' -%}
   {%- set position = {} -%}
-  {%- for alias in ('s', 't') -%}
+  {%- for alias in ('s', 't', 'k') -%}
     {#- events in replay order: transaction, then valid time, no valid time last -#}
     {%- do position.update({alias: "struct(" ~ alias ~ ".`_hist_trans_id`, coalesce(" ~ alias ~ ".`_hist_valid_time`, " ~ lakehistory._names()['end_of_time']['timestamp'] ~ "))" if kind == 'events' else alias ~ ".`version`"}) -%}
   {%- endfor -%}
+  {%- set tags = lakehistory._engine('ensure_tags_table') -%}
   {%- set sql -%}
     merge into {{ target }} as t
     using (
-        select {{ lakehistory._columns(keys, 's') }}, max({{ position.s }}) as `_lh_last`
-        from {{ target }} as s
-        where s.{{ txn }} <= {{ c | int }}
-        group by {{ lakehistory._columns(keys, 's') }}
-    ) as l
-    on {{ lakehistory._join_on('t', 'l', keys) }} and t.{{ txn }} <= {{ c | int }} and {{ position.t }} < l.`_lh_last`
+        select {{ lakehistory._columns(keys, 'k') }}, {{ position.k }} as `_lh_position`
+        from {{ target }} as k
+        inner join (
+            select {{ lakehistory._columns(keys, 's') }}, max({{ position.s }}) as `_lh_last`
+            from {{ target }} as s
+            where s.{{ txn }} <= {{ c | int }}
+            group by {{ lakehistory._columns(keys, 's') }}
+        ) as l on {{ lakehistory._join_on('k', 'l', keys) }} and {{ position.k }} < l.`_lh_last`
+        left anti join (
+            select {{ lakehistory._columns(keys, 's') }}, max({{ position.s }}) as `_lh_kept`
+            from {{ target }} as s
+            inner join {{ tags }} as g on s.{{ txn }} <= g.`txn_id` and g.`txn_id` < {{ c | int }}
+            group by {{ lakehistory._columns(keys, 's') }}, g.`txn_id`
+        ) as g on {{ lakehistory._join_on('k', 'g', keys) }} and {{ position.k }} = g.`_lh_kept`
+        where k.{{ txn }} <= {{ c | int }}
+    ) as d
+    on {{ lakehistory._join_on('t', 'd', keys) }} and t.{{ txn }} <= {{ c | int }} and {{ position.t }} = d.`_lh_position`
     when matched then delete
   {%- endset -%}
   {{ return(sql) }}
@@ -161,9 +177,10 @@
 
 
 {#- `_hx`: the rows a later row of the same key and mod_time, recorded by `c`, supersedes, but
-    none a child's history foreign key points at. -#}
+    none a child's history foreign key points at, and none a tagged transaction before `c` reads. -#}
 {% macro _hx_retention_sql(node, target, c) %}
   {%- set hx = node.config.meta.lakehistory.hx -%}
+  {%- set tags = lakehistory._engine('ensure_tags_table') -%}
   {%- set id = adapter.quote(hx.table ~ '_hx_id') -%}
   {%- set references = [] -%}
   {%- for child in graph.nodes.values() if node.unique_id in (child.depends_on or {}).get('nodes', []) and lakehistory._derived_kind(child) == 'hx' -%}
@@ -187,6 +204,13 @@
         {%- if references %}
         left anti join ({{ references | join(' union all ') }}) as r on h.{{ id }} = r.`_lh_ref`
         {%- endif %}
+        left anti join (
+            -- the rows a tagged transaction before c reads: each key and mod_time's top row then
+            select max(k.{{ id }}) as `_lh_kept`
+            from {{ target }} as k
+            inner join {{ tags }} as g on k.`txn_id` <= g.`txn_id` and g.`txn_id` < {{ c | int }}
+            group by {{ lakehistory._columns(hx.key, 'k') }}, k.`mod_time`, g.`txn_id`
+        ) as g on h.{{ id }} = g.`_lh_kept`
         where h.`txn_id` <= {{ c | int }}
     ) as d
     on t.{{ id }} = d.{{ id }}

@@ -9,8 +9,14 @@
       dbt run-operation lakehistory.revert --args '{models: [meta_station_history, meta_network_history], to_version: 12}'
       dbt run-operation lakehistory.undo --args '{txn_id: 15}'
       dbt run-operation lakehistory.undo --args '{model: meta_station_history, txn_id: 15}'
+      dbt run-operation lakehistory.rewind --args '{model: meta_station_history, to_version: 12, keys: [[101], [102]]}'
+      dbt run-operation lakehistory.rewind --args '{model: meta_station_history, to_version: 12, where: "network_id = 4"}'
 
   revert: the models as of transaction `to_version`.
+  rewind: chosen keys of one model as of transaction `to_version` (Naksha: "rewind back to any
+          previous state" of a feature): `keys`, a list of keys (each a list of the key's values,
+          in the model's unique_key order), or `where`, a predicate over the table's columns. Its
+          other keys stay as they are.
   undo:   the keys transaction `txn_id` changed, as they were before it, in every history table it
           changed (a sync's: all its tables), or in `model` alone; refused, naming the later
           transactions, when one of them changed such a key since. A snapshot's capture in the
@@ -32,6 +38,30 @@
   {%- set outcome = lakehistory._engine('revert', {
       'tables': tables, 'named': true, 'to_txn': to_version | int, 'author': author}) -%}
   {%- do lakehistory._revert_log('revert to transaction ' ~ to_version, outcome) -%}
+  {{ return(outcome['transaction']) }}
+{% endmacro %}
+
+{% macro rewind(model, to_version, keys=none, where=none, author=none) %}
+  {{ return(adapter.dispatch('rewind', 'lakehistory')(model, to_version, keys, where, author)) }}
+{% endmacro %}
+
+{% macro default__rewind(model, to_version, keys=none, where=none, author=none) %}
+  {%- if (keys is none) == (where is none) -%}
+    {{ exceptions.raise_compiler_error("rewind: give exactly one of keys (a list of keys, each a list of values) or where (a predicate)") }}
+  {%- endif -%}
+  {%- set table = lakehistory._revert_table(model) -%}
+  {%- set chosen = [] -%}
+  {%- for key in keys or [] -%}
+    {%- set values = key if key is iterable and key is not string else [key] -%}
+    {%- if values | length != table['keys'] | length -%}
+      {{ exceptions.raise_compiler_error("rewind: key " ~ key ~ " has " ~ (values | length) ~ " value(s); " ~ model
+          ~ "'s key is " ~ table['keys'] | join(', ')) }}
+    {%- endif -%}
+    {%- do chosen.append(values | map('string') | list) -%}
+  {%- endfor -%}
+  {%- set outcome = lakehistory._engine('revert', {'tables': [table], 'named': true, 'to_txn': to_version | int,
+      'keys': chosen if keys is not none else none, 'where': where, 'author': author}) -%}
+  {%- do lakehistory._revert_log('rewind to transaction ' ~ to_version, outcome) -%}
   {{ return(outcome['transaction']) }}
 {% endmacro %}
 

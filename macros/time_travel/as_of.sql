@@ -186,16 +186,17 @@
 
 {#- The same as version_at_sql, as a SQL literal, read when the macro runs (for one consistent cut
     of several tables). -#}
-{% macro version_at(at=none) %}
-  {{ return(adapter.dispatch('version_at', 'lakehistory')(at)) }}
+{% macro version_at(at=none, tag=none) %}
+  {{ return(adapter.dispatch('version_at', 'lakehistory')(at, tag)) }}
 {% endmacro %}
 
-{% macro default__version_at(at=none) %}
+{% macro default__version_at(at=none, tag=none) %}
   {%- if not execute -%}{{ return(0) }}{%- endif -%}
+  {%- set version = lakehistory.tagged(tag) if tag is not none else lakehistory.version_at_sql(at) -%}
   {%- if lakehistory.version_type() == 'integer' -%}
-    {{- return(run_query("select " ~ lakehistory.version_at_sql(at)).rows[0][0] | int) -}}
+    {{- return(run_query("select " ~ version).rows[0][0] | int) -}}
   {%- endif -%}
-  {%- set text = run_query("select date_format(" ~ lakehistory.version_at_sql(at) ~ ", 'yyyy-MM-dd HH:mm:ss.SSSSSS')").rows[0][0] -%}
+  {%- set text = run_query("select date_format(" ~ version ~ ", 'yyyy-MM-dd HH:mm:ss.SSSSSS')").rows[0][0] -%}
   {{- return("timestamp'" ~ text ~ "'") -}}
 {% endmacro %}
 

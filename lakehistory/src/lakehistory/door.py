@@ -31,6 +31,7 @@ from lakehistory.history.uuids import database_id_of, naksha_uuid_sql, transacti
 from lakehistory.hx.foreign_keys import history_fk_sql
 from lakehistory.landing import extracts, run_reads, staging
 from lakehistory.operations import revert as reverts
+from lakehistory.operations import tags
 
 
 class ContextError(ValueError):
@@ -191,8 +192,11 @@ def revert(
     author: str | None,
     to_txn: int | None = None,
     undo_txn: int | None = None,
+    keys: Sequence[Sequence[Any]] | None = None,
+    where: str | None = None,
 ) -> dict[str, Any]:
-    """History tables returned to a past transaction, or one transaction undone, as one new one."""
+    """History tables returned to a past transaction, chosen keys of one (a rewind: `keys` or
+    `where`), or one transaction undone, as one new transaction."""
     ctx = Context.of(context)
     transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation_id)
     return reverts.revert(
@@ -209,7 +213,44 @@ def revert(
         named=named,
         author=author,
         writer_wait_seconds=ctx.writer_wait_seconds,
+        chosen_keys=None if keys is None and where is None else reverts.Chosen(tuple(map(tuple, keys or ())), where),
     )
+
+
+def tag(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    name: str,
+    txn_id: int,
+    visible_txn_id: int,
+    author: str | None,
+    note: str | None,
+) -> dict[str, Any]:
+    """Name a transaction: every table as of it, kept by cleanup and retention."""
+    ctx = Context.of(context)
+    return tags.tag(
+        spark,
+        ctx.transactions,
+        ctx.writer_lock,
+        ctx.writer_wait_seconds,
+        name,
+        int(txn_id),
+        int(visible_txn_id),
+        author,
+        note,
+    )
+
+
+def ensure_tags_table(spark: SparkSession, context: Mapping[str, Any]) -> str:
+    """The tags table, made when missing (for cleanup and retention, which keep what tags need)."""
+    ctx = Context.of(context)
+    return tags.ensure_tags_table(spark, ctx.transactions)
+
+
+def drop_tag(spark: SparkSession, context: Mapping[str, Any], name: str) -> bool:
+    """Drop a tag; whether there was one."""
+    ctx = Context.of(context)
+    return tags.drop_tag(spark, ctx.transactions, ctx.writer_lock, ctx.writer_wait_seconds, name)
 
 
 # -- the lakehistory command -------------------------------------------------------------------------

@@ -161,3 +161,43 @@ def test_revert_and_undo_return_earlier_states_as_new_audited_transactions(
         assert replay_states(states, KEY, DATA, txn) == want, txn
     reverted = {(e["gauge_id"], e["_hist_event"]) for e in events if e["_hist_trans_id"] == 4}
     assert reverted == {(1, 3), (1, 4), (2, 1), (3, 2)}  # a3 back to a, b back, c gone
+
+
+def test_rewind_returns_chosen_keys_to_an_earlier_state(case: HistoryCase) -> None:
+    """Naksha's rewind of a feature (seed 002): chosen keys back to how they were as of a
+    transaction, by a list of keys or by a predicate, as one audited transaction; the table's other
+    keys stay as they are, and the event history and feature states follow. Runs after the test
+    above, on its table: after transaction 6 it holds gauges 1 (a) and 2 (b)."""
+    last = transactions(case)[-1]["txn_id"]
+    assert state(case, last) == {(1,): ("a", 1.0), (2,): ("b", 2.0)}
+    assert state(case, 2) == {(1,): ("a2", 1.5), (2,): ("b", 2.0), (3,): ("c", 3.0)}
+
+    revert(case, "rewind", model="gauge", to_version=2, keys=[[1]])
+    rewound = transactions(case)[-1]
+    assert (rewound["txn_id"], rewound["operation"]) == (last + 1, "revert")
+    assert rewound["commit_message"] == "rewind of 1 key(s) to transaction 2"
+    assert state(case, last + 1) == {(1,): ("a2", 1.5), (2,): ("b", 2.0)}, "gauge 2 stays; gauge 3 is not chosen"
+
+    revert(case, "rewind", model="gauge", to_version=2, where="gauge_id = 3")
+    assert transactions(case)[-1]["commit_message"] == "rewind of the keys where gauge_id = 3 to transaction 2"
+    assert state(case, last + 2) == state(case, 2), "gauge 3 back as it was"
+    revert(case, "rewind", model="gauge", to_version=2, where="gauge_id = 3")  # asked again: done already
+    assert transactions(case)[-1]["txn_id"] == last + 2
+
+    for args, said in (
+        ({"keys": [["x"]]}, "rewind: key ['x'] of gauge is not of its key's types (gauge_id bigint)"),
+        ({"keys": []}, "give exactly one of keys"),
+        ({"keys": [[1]], "where": "gauge_id = 1"}, "give exactly one of keys"),
+        ({"keys": [[1, 2]]}, "rewind: key [1, 2] has 2 value(s); gauge's key is gauge_id"),
+    ):
+        request = json.dumps({"model": "gauge", "to_version": 1, **args})
+        error = case.project.run_fails("run-operation", "lakehistory.rewind", "--args", request)
+        assert said in error, error
+    assert transactions(case)[-1]["txn_id"] == last + 2, "a refused rewind writes nothing"
+
+    build(case)
+    events = case.project.rows("select * from {schema}.gauge_events")
+    states = case.project.rows("select * from {schema}.gauge_states")
+    for txn in range(1, last + 3):
+        assert replay_events(events, KEY, DATA, txn) == state(case, txn), txn
+        assert replay_states(states, KEY, DATA, txn) == state(case, txn), txn

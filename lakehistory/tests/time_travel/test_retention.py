@@ -217,17 +217,25 @@ def test_cleanup_of_the_demo_keeps_every_history_foreign_key_and_every_answer_fr
     for name in [*history, *hx, *events, *states]:
         counts[name] = spark.sql(f"select count(*) from `{demo.schema}`.`{name}`").first()[0]
 
-    copy.run_ok(
-        "run-operation", "lakehistory.cleanup", "--args", json.dumps({"before_version": cutoff}),
-        "--target-path", str(tmp_path / "target"),
+    # A tag on an early transaction keeps every answer as of it too (lakehistory.tag).
+    tagged = txns[len(txns) // 3]
+    target = ("--target-path", str(tmp_path / "target"))
+    copy.run_ok("run-operation", "lakehistory.tag", "--args", json.dumps({"name": "early", "txn": tagged}), *target)
+    said: list[str] = []
+    cleaned = copy.invoke(
+        "run-operation", "lakehistory.cleanup", "--args", json.dumps({"before_version": cutoff}), *target,
+        callbacks=[lambda event: said.append(event.info.msg)],
     )  # fmt: skip
+    assert cleaned.success, said
+    assert any(f"tag early (transaction {tagged}) keeps" in line for line in said), said
     removed = {
         name: n - spark.sql(f"select count(*) from `{copy.schema}`.`{name}`").first()[0] for name, n in counts.items()
     }
     assert sum(removed.values()) > 0, f"the cleanup removed nothing: {removed}"
 
     later = (
-        f"(select txn_id as v from {{s}}.lakehistory_transactions where txn_id >= {cutoff} and txn_id <= {txns[-1]})"
+        f"(select txn_id as v from {{s}}.lakehistory_transactions"
+        f" where txn_id >= {cutoff} and txn_id <= {txns[-1]} or txn_id = {tagged})"
     )
     # Every history foreign key finds its parent row.
     for name, spec in hx.items():
@@ -239,7 +247,7 @@ def test_cleanup_of_the_demo_keeps_every_history_foreign_key_and_every_answer_fr
                 f" where c.`{column}` is not null"
             ).first()[0]
             assert dangling == 0, f"{name}.{column}: {dangling} row(s) point at a removed {fk['parent']} row"
-    # Every answer as of a transaction from the cutoff on is the same.
+    # Every answer as of a transaction from the cutoff on, or as of the tag, is the same.
     for name in history:
         query = f"select v, h.* from {{s}}.`{name}` as h inner join {later} on h.valid_from <= v and h.valid_to > v"
         assert _differences(spark, query, demo.schema, copy.schema) == 0, f"{name} as of a transaction after the cutoff"

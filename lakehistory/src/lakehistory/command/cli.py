@@ -7,6 +7,9 @@ names (the embedded Spark or a Spark Connect server): a dbt operation, so it rea
     lakehistory timeline TABLE KEY [KEY ...]   every version of one key, valid and transaction time
     lakehistory diff TABLE V1 V2               the rows that differ between two versions
     lakehistory as-of TABLE V                  the table's rows after transaction V
+    lakehistory tag NAME [TXN] [--note TEXT]   name a transaction (default: the last visible one)
+    lakehistory tag --drop NAME                drop a tag
+    lakehistory tags                           the tags
 
 Every command takes dbt's --project-dir, --profiles-dir and --target (run it in the project's
 folder, as dbt is, or name the folder).
@@ -47,6 +50,12 @@ def parser() -> argparse.ArgumentParser:
     as_of.add_argument("table_name", metavar="TABLE")
     as_of.add_argument("version", metavar="V")
     as_of.add_argument("--limit", type=int, default=50)
+    tag = commands.add_parser("tag", parents=[dbt], help="name a transaction, or drop a tag (--drop)")
+    tag.add_argument("name", metavar="NAME")
+    tag.add_argument("txn", metavar="TXN", nargs="?", type=int, help="the transaction (default: the last visible one)")
+    tag.add_argument("--note", help="why, kept with the tag")
+    tag.add_argument("--drop", action="store_true", help="drop the tag NAME")
+    commands.add_parser("tags", parents=[dbt], help="the tags")
     return top
 
 
@@ -59,6 +68,13 @@ def dbt_arguments(argv: Sequence[str] | None = None) -> list[str]:
         value = args.pop(name)
         if value is not None:
             dbt += [f"--{name.replace('_', '-')}", value]
+    if command == "tag":  # writes: the run-operations themselves
+        if args["drop"]:
+            if args["txn"] is not None or args["note"] is not None:
+                parser().error("tag --drop NAME takes no TXN and no --note")
+            return ["run-operation", "lakehistory.drop_tag", "--args", json.dumps({"name": args["name"]}), *dbt]
+        asked = {k: args[k] for k in ("name", "txn", "note") if args[k] is not None}
+        return ["run-operation", "lakehistory.tag", "--args", json.dumps(asked), *dbt]
     request = {"command": command, "args": args}
     return ["run-operation", "lakehistory.inspect", "--args", json.dumps(request), "--quiet", *dbt]
 

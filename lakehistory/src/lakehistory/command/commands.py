@@ -1,4 +1,4 @@
-"""What `lakehistory status|log|timeline|diff|as-of` print, computed in dbt's Spark session.
+"""What `lakehistory status|log|timeline|diff|as-of|tags` print, computed in dbt's Spark session.
 
 The macro `lakehistory.inspect` (macros/command/inspect.sql) calls `run`, through
 lakehistory.door.inspect, with what the dbt project knows: its history tables and extract
@@ -22,9 +22,10 @@ from lakehistory.history.transactions import syncs_relation
 from lakehistory.landing.extracts import captured_day, extract_days
 from lakehistory.landing.manifests import applied_batches, landed_ids, read_manifests
 from lakehistory.landing.spec import BatchError
+from lakehistory.operations.tags import tags_relation
 from lakehistory.sql import q
 
-COMMANDS = ("status", "log", "timeline", "diff", "as-of")
+COMMANDS = ("status", "log", "timeline", "diff", "as-of", "tags")
 # The one-row view a version is read from (macros/command/inspect.sql names the same views).
 VERSION_VIEW = "__lakehistory_inspect_{name}"
 
@@ -143,6 +144,18 @@ class Inspector:
         shown = [[r[0], r[1], _plain(r[2]).rsplit(".", 1)[-1], *r[3:]] for r in rows]
         headers = ["txn", "operation", "history table", "source", "batch", "author", "committed at", "rows in"]
         return table([*headers, "opened", "closed"], shown)
+
+    # --- tags ---------------------------------------------------------------------------------
+    def tags(self) -> str:
+        """The tags (lakehistory.tag), oldest transaction first."""
+        relation = tags_relation(self.transactions)
+        if not self.spark.catalog.tableExists(relation.replace("`", "")):
+            return "no tags yet (lakehistory tag NAME)"
+        columns = ["tag", "txn_id", "started_at", "tagged_at", "tagged_by", "note"]
+        rows = self.spark.table(relation).orderBy("txn_id", "tag").select(*columns).collect()
+        if not rows:
+            return "no tags (lakehistory tag NAME)"
+        return table(["tag", "txn", "transaction started", "tagged at", "by", "note"], [list(r) for r in rows])
 
     # --- timeline -----------------------------------------------------------------------------
     def timeline(self, table_name: str, key: Sequence[str]) -> str:

@@ -10,6 +10,8 @@ writer, and the event history, the feature states and the `_hx` tables read a re
 other change.
 
     revert  tables as of transaction v: every row current then (valid_from <= v < valid_to)
+    rewind  the same for chosen keys of one table (a list of keys, or a predicate): Naksha's
+            "rewind back to any previous state" of a feature; the table's other keys stay
     undo    the keys one transaction changed, in every table it changed (or one), as they were
             before it; refused, naming the later transactions, when any of them changed one of
             those keys since
@@ -40,6 +42,7 @@ from lakehistory.names import VALID_FROM, VALID_TO
 from lakehistory.sql import cols, q, same_key
 
 REVERT_VIEW = "`__lh_revert`"
+CHOSEN_VIEW = "`__lh_rewind_keys`"
 SYSTEM_TIME = (VALID_FROM, VALID_TO)
 # The points between a revert's statements where a stop leaves the tables in a different state
 # ("committed": once per table). Tests stop a revert at each in turn and ask it again.
@@ -59,6 +62,25 @@ class Table:
     keys: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """The keys a rewind returns: key values (each a list in the key's column order), or a
+    predicate over the table's columns (SQL the user wrote, as a model's `where` is)."""
+
+    keys: tuple[tuple[Any, ...], ...] = ()
+    where: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.keys) == bool(self.where):
+            raise HistoryError("rewind: give exactly one of keys (a non-empty list of keys) or where (a predicate)")
+
+    def as_request(self) -> dict[str, Any]:
+        return {"keys": [list(k) for k in self.keys]} if self.keys else {"where": self.where}
+
+    def describe(self) -> str:
+        return f"{len(self.keys)} key(s)" if self.keys else f"the keys where {self.where}"
+
+
 def revert(
     spark: SparkSession,
     tables: Sequence[dict[str, Any]],
@@ -73,13 +95,15 @@ def revert(
     named: bool = True,
     author: str | None = None,
     writer_wait_seconds: float = 600,
+    chosen_keys: Chosen | None = None,
 ) -> dict[str, Any]:
     """For `lakehistory.revert` (`to_txn`) and `lakehistory.undo` (`undo_txn`), as
     the one writer of the transactions table. `tables`: the models asked for ({model, target,
     keys}); for an undo that names none (`named` false), every history model, of which it takes
     those the transaction changed. Returns the new transaction's id (None when the tables already
     are in the state asked for), its counts per model, and the tables of an undone transaction
-    that are not history tables (a snapshot's capture), which it leaves as they are."""
+    that are not history tables (a snapshot's capture), which it leaves as they are. A rewind
+    (`to_txn` with `chosen_keys`) returns only the chosen keys of its one table."""
 
     if versioning.append_only:
         raise HistoryError("an append-only history table (valid_from only) cannot be reverted")
@@ -87,9 +111,11 @@ def revert(
     asked_for = list({t["target"]: Table(t["model"], t["target"], tuple(t["keys"])) for t in tables}.values())
     if not asked_for:
         raise HistoryError("name the history models to revert: models is empty")
-    operation = "revert" if undo_txn is None else "undo"
+    operation = "undo" if undo_txn is not None else ("rewind" if chosen_keys is not None else "revert")
+    if operation == "rewind" and len(asked_for) != 1:
+        raise HistoryError("rewind: name one history model; the keys it returns are that table's")
     asked = int(to_txn if undo_txn is None else undo_txn)  # type: ignore[arg-type]
-    request = _request(operation, asked, [t.model for t in asked_for] if named else None)
+    request = _request(operation, asked, [t.model for t in asked_for] if named else None, chosen_keys)
     with lock.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
         for table in asked_for:
             recover(spark, transactions, table.target, history_tables, invocation_id, uuid_sql)
@@ -113,7 +139,7 @@ def revert(
             _check(spark, log, chosen, versioning, rows, operation, asked)
         at = _version(versioning, rows[0])
         todo = chosen if stopped is None else [t for t in chosen if t.target in stopped.waiting]
-        frames = {t.target: _frame(spark, t, versioning, operation, at) for t in todo}
+        frames = {t.target: _frame(spark, t, versioning, operation, at, chosen_keys) for t in todo}
         counts = {target: _counts(frame) for target, frame in frames.items()}
         if stopped is None:
             changing = [t for t in todo if counts[t.target] != (0, 0)]
@@ -131,7 +157,8 @@ def revert(
         sources = _source_tables(log, [t.target for t in todo])
         commits = []
         for table in todo:
-            new = _txn(table, counts[table.target], reservation, by_table.get(table.target), sources, operation, asked)
+            undone = by_table.get(table.target)
+            new = _txn(table, counts[table.target], reservation, undone, sources, operation, asked, chosen_keys)
             commits.append((table.target, _merge(spark, table, versioning, frames[table.target], new)))
             _reached("committed")
         record_commits(spark, transactions, commits, uuid_sql, stop=lambda point: None)
@@ -140,10 +167,14 @@ def revert(
         return _outcome(txn_id, {t.model: counts[t.target] for t in todo}, left)
 
 
-def _request(operation: str, asked: int, models: list[str] | None) -> str:
+def _request(operation: str, asked: int, models: list[str] | None, chosen: Chosen | None = None) -> str:
     """What was asked, as the dbt arguments that ask it again (JSON, compared as text)."""
     if operation == "revert":
         return json.dumps({"operation": operation, "models": models, "to_version": asked})
+    if operation == "rewind" and models and chosen is not None:
+        return json.dumps(
+            {"operation": operation, "model": models[0], "to_version": asked, **chosen.as_request()}, default=str
+        )
     return json.dumps({"operation": operation, **({"model": models[0]} if models else {}), "txn_id": asked})
 
 
@@ -169,7 +200,7 @@ def _chosen(
     asked_for: list[Table], rows: list[Row], operation: str, asked: int, named: bool
 ) -> tuple[list[Table], list[str]]:
     """The tables to change, and (for an undo) the tables of the transaction it leaves as they are."""
-    if operation == "revert":
+    if operation in ("revert", "rewind"):
         return asked_for, []
     changed = {r.history_table for r in rows}
     chosen = [t for t in asked_for if t.target in changed]
@@ -193,7 +224,7 @@ def _check(
 ) -> None:
     """Refuse what cannot be restored exactly, naming why, before anything is written."""
     by_table = {r.history_table: r for r in rows}
-    _refuse_after_cleanup(log, [t.target for t in chosen], asked if operation == "revert" else asked - 1)
+    _refuse_after_cleanup(log, [t.target for t in chosen], asked - 1 if operation == "undo" else asked)
     for table in chosen:
         if operation == "undo":
             txn = by_table[table.target]
@@ -202,11 +233,37 @@ def _check(
             _refuse_later_changes(spark, log, table.target, table.keys, versioning, txn)
 
 
-def _frame(spark: SparkSession, table: Table, versioning: Versioning, operation: str, at: str) -> DataFrame:
+def _frame(
+    spark: SparkSession, table: Table, versioning: Versioning, operation: str, at: str, chosen: Chosen | None = None
+) -> DataFrame:
     """The table's rows to close and to copy (see _changes_sql), fixed (a local checkpoint)."""
-    leaving, coming = _revert_rows(versioning, at) if operation == "revert" else _undo_rows(versioning, at)
-    row = [c for c in spark.table(table.target).columns if c not in SYSTEM_TIME]
-    return spark.sql(_changes_sql(table.target, table.keys, row, leaving, coming)).localCheckpoint()
+    leaving, coming = _undo_rows(versioning, at) if operation == "undo" else _revert_rows(versioning, at)
+    stored = spark.table(table.target)
+    row = [c for c in stored.columns if c not in SYSTEM_TIME]
+    rows = table.target
+    if chosen is not None and chosen.where is not None:
+        rows = f"(select * from {table.target} where {chosen.where})"
+    elif chosen is not None:
+        # the keys are data: a DataFrame of the key's types, never text in the statement
+        types = dict(stored.dtypes)
+        given = spark.createDataFrame([list(k) for k in chosen.keys], ", ".join(f"{q(k)} string" for k in table.keys))
+        typed = given.select(
+            *[F.col(q(k)).cast(types[k]).alias(k) for k in table.keys],
+            F.array(*[F.col(q(k)) for k in table.keys]).alias("_lh_given"),
+        )
+        unread = typed.where(" or ".join(f"{q(k)} is null" for k in table.keys)).limit(1).collect()
+        if unread:
+            raise HistoryError(
+                f"rewind: key {unread[0]['_lh_given']} of {table.model} is not of its key's types"
+                f" ({', '.join(f'{k} {types[k]}' for k in table.keys)}); nothing was changed"
+            )
+        typed.drop("_lh_given").createOrReplaceTempView(CHOSEN_VIEW.strip("`"))
+        on = same_key("h", "k", table.keys)
+        rows = f"(select * from {table.target} as h left semi join {CHOSEN_VIEW} as k on {on})"
+    try:
+        return spark.sql(_changes_sql(rows, table.keys, row, leaving, coming)).localCheckpoint()
+    finally:
+        spark.catalog.dropTempView(CHOSEN_VIEW.strip("`"))
 
 
 def _counts(frame: DataFrame) -> tuple[int, int]:
@@ -224,10 +281,16 @@ def _txn(
     sources: dict[str, str],
     operation: str,
     asked: int,
+    chosen: Chosen | None = None,
 ) -> ledger.Txn:
-    """The table's row of the reserved transaction."""
+    """The table's row of the reserved transaction (a rewind's too is a revert: the derived
+    models read it as one)."""
     reserved = reservation.reserved
-    what = f"revert to transaction {asked}" if operation == "revert" else f"undo of transaction {asked}"
+    what = {
+        "revert": f"revert to transaction {asked}",
+        "rewind": f"rewind of {chosen.describe() if chosen else 'keys'} to transaction {asked}",
+        "undo": f"undo of transaction {asked}",
+    }[operation]
     if operation == "undo" and undone is not None and undone.batch_id:
         what += f" (batch {undone.batch_id})"
     return ledger.Txn(
@@ -292,17 +355,18 @@ def _undo_rows(versioning: Versioning, at: str) -> tuple[str, str]:
     return f"h.`valid_from` = {at} and {versioning.is_current('h')}", f"h.`valid_to` = {at}"
 
 
-def _changes_sql(target: str, keys: Sequence[str], row: Sequence[str], leaving: str, coming: str) -> str:
-    """The rows to close (`_lh_close`) and to copy: those leaving and coming, but a row that comes
-    back as it leaves (same key, same Fivetran version, same values), which stays as it is."""
+def _changes_sql(rows: str, keys: Sequence[str], row: Sequence[str], leaving: str, coming: str) -> str:
+    """The rows to close (`_lh_close`) and to copy: those of `rows` (the table, or a rewind's part
+    of it) leaving and coming, but a row that comes back as it leaves (same key, same Fivetran
+    version, same values), which stays as it is."""
     same = " and ".join(
         [same_key("l", "c", keys), "l.`_fivetran_start` = c.`_fivetran_start`"]
         + [f"l.{q(c)} <=> c.{q(c)}" for c in row if c not in keys and c != "_fivetran_start"]
     )
     return f"""
         with
-            leaving as (select * from {target} as h where {leaving}),
-            coming as (select * from {target} as h where {coming})
+            leaving as (select * from {rows} as h where {leaving}),
+            coming as (select * from {rows} as h where {coming})
         select l.*, true as `_lh_close` from leaving as l left anti join coming as c on {same}
         union all
         select c.*, false as `_lh_close` from coming as c left anti join leaving as l on {same}
