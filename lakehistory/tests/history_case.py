@@ -40,6 +40,7 @@ class HistoryCase:
     columns: Sequence[Column]
     key: Sequence[str]
     deleted_column: str | None = None
+    not_null: Sequence[str] = ()  # columns with a `not_null` data test in the source's YAML
 
     def __post_init__(self) -> None:
         models = self.project.project_dir / "models" / "under_test"
@@ -56,7 +57,10 @@ class HistoryCase:
         tables[self.name] = {
             "name": self.name,
             "meta": {"lakehistory": {"key": list(self.key)}},
-            "columns": [{"name": c.name, "data_type": c.type} for c in self.columns],
+            "columns": [
+                {"name": c.name, "data_type": c.type, "data_tests": ["not_null"] if c.name in self.not_null else []}
+                for c in self.columns
+            ],
         }
         source = {
             "version": 2,

@@ -41,6 +41,7 @@
       'columns': landed.columns,
       'run_tables': [] if lakehistory._engine('landing_read_for_run') else lakehistory._run_landed_tables(),
       'app_id_required': lakehistory._feeds_feature_states(model.unique_id),
+      'not_null': landed.not_null,
   }) -%}
   {{ return(adapter.quote(view)) }}
 {% endmacro %}
@@ -105,7 +106,33 @@
     {%- endif -%}
     {%- do columns.append([column.name, column.data_type]) -%}
   {%- endfor -%}
-  {{ return({'landing_root': landing_root, 'key': key, 'columns': columns}) }}
+  {{ return({'landing_root': landing_root, 'key': key, 'columns': columns, 'not_null': lakehistory._not_null_columns(node)}) }}
+{% endmacro %}
+
+
+{#- The source's columns it declares NOT NULL: those with a `not_null` data test that fails the
+    run (severity error) over every row (no `where`). Every batch must keep the rule, and the
+    history table declares them NOT NULL. -#}
+{% macro _not_null_columns(source_node) %}
+  {%- set declared = {} -%}
+  {%- for column in source_node.columns.values() -%}
+    {%- do declared.update({column.name | lower: column.name}) -%}
+  {%- endfor -%}
+  {%- set names = [] -%}
+  {%- for node in graph.nodes.values() if node.resource_type == 'test' -%}
+    {%- set test = node.get('test_metadata') or {} -%}
+    {%- set config = node.get('config') or {} -%}
+    {%- if test.get('name') == 'not_null' and test.get('namespace') is none
+          and source_node.unique_id in (node.get('depends_on') or {}).get('nodes', [])
+          and config.get('enabled', true) and not config.get('where')
+          and (config.get('severity') or 'error') | lower == 'error' -%}
+      {%- set name = declared.get((node.get('column_name') or '') | replace('`', '') | replace('"', '') | lower) -%}
+      {%- if name and name not in names -%}
+        {%- do names.append(name) -%}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(names) }}
 {% endmacro %}
 
 

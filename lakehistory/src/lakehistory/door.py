@@ -95,12 +95,24 @@ def stage_batches(
     columns: Sequence[Sequence[str]],
     run_tables: Sequence[Sequence[str]],
     app_id_required: bool,
+    not_null: Sequence[str],
 ) -> None:
     """A landed table's pending batches, read, validated and typed, as the temp view `view`.
-    `app_id_required`: feature states are built from the history table."""
+    `app_id_required`: feature states are built from the history table. `not_null`: the columns
+    the source declares NOT NULL."""
     ctx = Context.of(context)
     staging.register_pending_batches(
-        spark, view, landing_root, table, key, columns, ctx.transactions, ctx.invocation_id, run_tables, app_id_required
+        spark,
+        view,
+        landing_root,
+        table,
+        key,
+        columns,
+        ctx.transactions,
+        ctx.invocation_id,
+        run_tables,
+        app_id_required,
+        not_null,
     )
 
 

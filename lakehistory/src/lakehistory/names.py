@@ -37,6 +37,10 @@ HISTORY_SYSTEM = (*FIVETRAN_SYSTEM, *TRANSACTION_TIME)
 # compute, all start with this: a source column may not.
 STAGING_PREFIX = "_lh_"
 
+# The key of a staged column's metadata that says the source declares it NOT NULL (staging writes
+# it, the history table's creation reads it).
+NOT_NULL_METADATA = "lakehistory.not_null"
+
 # A daily extract's own columns, and the ones dbt's snapshot of it adds.
 EXTRACTED_AT = "extracted_at"
 EXTRACTED_BY = "extracted_by"

@@ -204,6 +204,42 @@ def test_an_update_without_a_previous_version_is_ignored_in_every_batch(project:
     assert [t["batch_id"] for t in only_orphans.transactions()] == ["000001"]
 
 
+def test_a_column_the_source_declares_not_null_is_not_null_in_the_history(project: DbtProject) -> None:
+    """Seed 001: non-null constraints of the source are maintained in the history. A `not_null`
+    data test on a source column makes the history table's column NOT NULL; a batch with a NULL
+    there is refused, naming the batch, file, row and column, and nothing of it is applied; an
+    unmodified cell inherits its value; a schema change that drops the column is refused."""
+    case = HistoryCase(project, "declared_not_null", COLS, ["id"], not_null=["col1"])
+    versions = [row(1, "abc", 1, T(1), TMAX, True, T(100)), row(2, "mno", None, T(1), TMAX, True, T(100))]
+    first = batch(1, replace=versions)
+    case.land(first)
+    case.land(batch(2, update=[row(1, UNMODIFIED, 5, T(2), TMAX, True, T(101))], earliest=[]))
+    case.run()
+    nullable = {f.name: f.nullable for f in project.spark.table(f"`{project.schema}`.declared_not_null").schema}
+    assert (nullable["col1"], nullable["col2"]) == (False, True), nullable
+    before = (case.fivetran_rows(), case.transactions())
+    assert sorted(r["col1"] for r in before[0]) == ["abc", "abc", "mno"], "an unmodified cell inherits its value"
+
+    case.land(
+        batch(
+            3,
+            replace=[row(3, "pqr", 3, T(3), TMAX, True, T(102))],
+            update=[row(1, "xyz", 6, T(3), TMAX, True, T(102)), row(2, None, UNMODIFIED, T(3), TMAX, True, T(102))],
+            earliest=[],
+        )
+    )
+    error = case.run_fails()
+    assert "000003" in error and "data row 2: column col1 is NULL, and the source declares it not_null" in error, error
+    assert (case.fivetran_rows(), case.transactions()) == before, "nothing of the refused batch is applied"
+
+    dropping = HistoryCase(project, "declared_not_null_dropped", COLS, ["id"], not_null=["col1"])
+    dropping.land(dataclasses.replace(first, table="declared_not_null_dropped"))
+    dropping.land(batch(2, schema_changes=[SchemaChange("drop_column", "col1", T(2))]))
+    error = dropping.run_fails()
+    assert "000002" in error and "drops column col1, which the source declares not_null" in error, error
+    assert not dropping.exists(), "nothing is applied: the first batch waits with the refused one"
+
+
 # --- random streams against the reference model -------------------------------------------
 
 WRITER_OPTIONS = st.fixed_dictionaries(

@@ -16,6 +16,8 @@ class Layout:
     data: tuple[str, ...]
     types: dict[str, str]
     deleted_column: str | None = None
+    # Columns the source declares NOT NULL, which the table declares NOT NULL when it is created.
+    not_null: frozenset[str] = frozenset()
 
     @property
     def plain(self) -> tuple[str, ...]:

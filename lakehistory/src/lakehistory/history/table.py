@@ -18,6 +18,7 @@ from lakehistory.names import (
     END_OF_TIME,
     FIVETRAN_PROTOCOL,
     HISTORY_SYSTEM,
+    NOT_NULL_METADATA,
     START,
     SYNCED,
     ReservedNameError,
@@ -124,7 +125,8 @@ def layout_of(
     data = tuple(f.name for f in fields if f.name not in keys and f.name.lower() not in own)
     if deleted_column and deleted_column not in data:
         raise HistoryError(f"deleted_column {deleted_column} is not a column of the model's rows.")
-    return Layout(tuple(keys), data, types, deleted_column)
+    not_null = frozenset(f.name for f in fields if f.metadata.get(NOT_NULL_METADATA))
+    return Layout(tuple(keys), data, types, deleted_column, not_null)
 
 
 def needs_column_mapping(names: Sequence[str]) -> bool:
@@ -132,7 +134,9 @@ def needs_column_mapping(names: Sequence[str]) -> bool:
 
 
 def create_table(spark: SparkSession, target: str, layout: Layout, versions: Versioning) -> None:
-    columns = [f"{q(c)} {layout.types[c]}" for c in (*layout.keys, *layout.data)]
+    columns = [
+        f"{q(c)} {layout.types[c]}{' not null' if c in layout.not_null else ''}" for c in (*layout.keys, *layout.data)
+    ]
     columns += [
         f"{q(START)} timestamp not null",
         f"{q(END)} timestamp not null",

@@ -271,6 +271,14 @@ def pending_manifests(manifests: list[dict[str, Any]], spec: TableSpec, applied:
         if manifest["batch_id"] not in applied.batch_ids:
             pending.append(manifest)
     pending.sort(key=lambda m: m["sequence"])
+    for manifest in pending:
+        for index, change in enumerate(manifest.get("schema_changes") or [], start=1):
+            if change["op"] == "drop_column" and change["column"] in spec.not_null:
+                raise batch_error(
+                    manifest["batch_id"],
+                    f"schema_changes[{index}] drops column {change['column']}, which the source declares not_null:"
+                    " its versions from then on would hold NULL (rule 17). Remove the not_null test first.",
+                )
     for manifest in pending if spec.app_id_required else ():
         if not manifest.get("app_id"):
             raise batch_error(

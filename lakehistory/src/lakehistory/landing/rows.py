@@ -264,6 +264,18 @@ def _token_misuse(spec: TableSpec, unmodified_token: SparkColumn, null_token: Sp
                 F.concat(F.lit(f"column {c.name} holds unmodified_string in a "), kind, F.lit(" file")),
             )
         )
+    for c in spec.data_columns if spec.not_null else ():
+        if c.name not in spec.not_null:
+            continue
+        cell = F.col(q(c.name))
+        # A file from before a schema change added the column lacks it (rule 17): no value to check.
+        absent = cell.isNull() if c.name not in spec.migrated else F.lit(False)
+        checks.append(
+            F.when(
+                kind.isin("replace", "update") & (absent | (cell == null_token)),
+                F.lit(f"column {c.name} is NULL, and the source declares it not_null"),
+            )
+        )
     needs = {
         START: ("replace", "update", "earliest"),
         END: ("replace", "update", "delete"),

@@ -84,6 +84,9 @@ class TableSpec:
     migrated: frozenset[str] = frozenset()
     # Feature states are built from the table: each names the application that made it (seed 002).
     app_id_required: bool = False
+    # Columns the source declares NOT NULL (a `not_null` data test on the source column): no
+    # version may hold NULL in them, and the history table declares them NOT NULL.
+    not_null: frozenset[str] = frozenset()
 
     @property
     def data_columns(self) -> tuple[Column, ...]:
@@ -100,6 +103,8 @@ class TableSpec:
             )
         except ReservedNameError as exc:
             raise BatchError(str(exc)) from None
+        if unknown := sorted(self.not_null - {c.name for c in self.columns}):
+            raise BatchError(f"{self.table}: not_null names undeclared column(s) {', '.join(unknown)}")
 
     def staged_schema(self) -> StructType:
         """The typed staging schema, also what an empty run returns."""

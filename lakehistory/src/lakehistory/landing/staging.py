@@ -15,6 +15,8 @@ from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 
+from lakehistory.names import NOT_NULL_METADATA
+
 from . import run_reads
 from .manifests import applied_batches, landed_ids, pending_manifests, read_manifests, with_migrations
 from .rows import batch_markers, schema_change_rows, stage_rows
@@ -33,12 +35,20 @@ def register_pending_batches(
     invocation_id: str = "",
     run_tables: Sequence[Sequence[str]] = (),
     app_id_required: bool = False,
+    not_null: Sequence[str] = (),
 ) -> None:
     """For `lakehistory.landing_batches` (lakehistory.door): stage, validate and register the pending
     batches of `table` as the temp view `view`. `run_tables`: every [landing root, table] the
     invocation `invocation_id` stages, sent by its first staging, which reads them all
-    (run_reads.py). `app_id_required`: feature states are built from the table."""
-    spec = TableSpec(table=table, key=tuple(key), columns=spec_columns(columns), app_id_required=app_id_required)
+    (run_reads.py). `app_id_required`: feature states are built from the table. `not_null`: the
+    columns the source declares NOT NULL."""
+    spec = TableSpec(
+        table=table,
+        key=tuple(key),
+        columns=spec_columns(columns),
+        app_id_required=app_id_required,
+        not_null=frozenset(not_null),
+    )
     found = run_reads.landed(spark, invocation_id, transactions, landing_root, table, run_tables)
     staged = stage_pending_batches(spark, landing_root, spec, transactions, found)
     staged.createOrReplaceTempView(view)
@@ -62,7 +72,7 @@ def stage_pending_batches(
     spec = with_migrations(spec, manifests)  # also checks every schema change
     pending = pending_manifests(manifests, spec, applied)
     if not pending:
-        return spark.createDataFrame([], spec.staged_schema())
+        return _marked_not_null(spark.createDataFrame([], spec.staged_schema()), spec)
     changes = schema_change_rows(spark, spec, pending)
     rows = stage_rows(spark, spec, pending)
     staged = reduce(
@@ -79,4 +89,14 @@ def stage_pending_batches(
         raise
     except Exception as exc:  # e.g. a truncated gzip member surfaces when the file is scanned
         raise BatchError(f"Batches {', '.join(m['batch_id'] for m in pending)}: {first_line(exc)}") from exc
-    return staged.drop("_lh_bad_cell", "_lh_misuse")
+    return _marked_not_null(staged.drop("_lh_bad_cell", "_lh_misuse"), spec)
+
+
+def _marked_not_null(staged: DataFrame, spec: TableSpec) -> DataFrame:
+    """The columns declared NOT NULL, marked in the staged columns' metadata for the history
+    table's creation (history/table.py), which a model's `select *` carries through. A column a
+    schema change adds or drops is left out: versions from before the add, or after the drop,
+    hold NULL in it."""
+    for name in sorted(spec.not_null - spec.migrated):
+        staged = staged.withMetadata(name, {NOT_NULL_METADATA: True})
+    return staged
