@@ -40,7 +40,7 @@ class HistoryCase:
     columns: Sequence[Column]
     key: Sequence[str]
     deleted_column: str | None = None
-    not_null: Sequence[str] = ()  # columns with a `not_null` data test in the source's YAML
+    not_null: Sequence[str] = ()  # columns with a `not_null` constraint in the source's YAML
 
     def __post_init__(self) -> None:
         models = self.project.project_dir / "models" / "under_test"
@@ -58,7 +58,7 @@ class HistoryCase:
             "name": self.name,
             "meta": {"lakehistory": {"key": list(self.key)}},
             "columns": [
-                {"name": c.name, "data_type": c.type, "data_tests": ["not_null"] if c.name in self.not_null else []}
+                {"name": c.name, "data_type": c.type, "constraints": [{"type": "not_null"}] if c.name in self.not_null else []}
                 for c in self.columns
             ],
         }

@@ -110,27 +110,18 @@
 {% endmacro %}
 
 
-{#- The source's columns it declares NOT NULL: those with a `not_null` data test that fails the
-    run (severity error) over every row (no `where`). Every batch must keep the rule, and the
+{#- The source's columns it declares NOT NULL: those with a `not_null` constraint in the
+    source's YAML (`constraints: [{type: not_null}]`, dbt's column constraint; a data test could
+    not run on a landed source, which is not a table). Every batch must keep the rule, and the
     history table declares them NOT NULL. -#}
 {% macro _not_null_columns(source_node) %}
-  {%- set declared = {} -%}
-  {%- for column in source_node.columns.values() -%}
-    {%- do declared.update({column.name | lower: column.name}) -%}
-  {%- endfor -%}
   {%- set names = [] -%}
-  {%- for node in graph.nodes.values() if node.resource_type == 'test' -%}
-    {%- set test = node.get('test_metadata') or {} -%}
-    {%- set config = node.get('config') or {} -%}
-    {%- if test.get('name') == 'not_null' and test.get('namespace') is none
-          and source_node.unique_id in (node.get('depends_on') or {}).get('nodes', [])
-          and config.get('enabled', true) and not config.get('where')
-          and (config.get('severity') or 'error') | lower == 'error' -%}
-      {%- set name = declared.get((node.get('column_name') or '') | replace('`', '') | replace('"', '') | lower) -%}
-      {%- if name and name not in names -%}
-        {%- do names.append(name) -%}
+  {%- for column in source_node.columns.values() -%}
+    {%- for constraint in column.get('constraints') or [] -%}
+      {%- if (constraint.get('type') | string | lower) in ('not_null', 'constrainttype.not_null') and column.name not in names -%}
+        {%- do names.append(column.name) -%}
       {%- endif -%}
-    {%- endif -%}
+    {%- endfor -%}
   {%- endfor -%}
   {{ return(names) }}
 {% endmacro %}

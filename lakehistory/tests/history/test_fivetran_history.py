@@ -206,7 +206,7 @@ def test_an_update_without_a_previous_version_is_ignored_in_every_batch(project:
 
 def test_a_column_the_source_declares_not_null_is_not_null_in_the_history(project: DbtProject) -> None:
     """Seed 001: non-null constraints of the source are maintained in the history. A `not_null`
-    data test on a source column makes the history table's column NOT NULL; a batch with a NULL
+    constraint on a source column makes the history table's column NOT NULL; a batch with a NULL
     there is refused, naming the batch, file, row and column, and nothing of it is applied; an
     unmodified cell inherits its value; a schema change that drops the column is refused."""
     case = HistoryCase(project, "declared_not_null", COLS, ["id"], not_null=["col1"])

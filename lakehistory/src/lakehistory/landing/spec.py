@@ -84,7 +84,7 @@ class TableSpec:
     migrated: frozenset[str] = frozenset()
     # Feature states are built from the table: each names the application that made it (seed 002).
     app_id_required: bool = False
-    # Columns the source declares NOT NULL (a `not_null` data test on the source column): no
+    # Columns the source declares NOT NULL (a `not_null` constraint on the source column): no
     # version may hold NULL in them, and the history table declares them NOT NULL.
     not_null: frozenset[str] = frozenset()
 
