@@ -58,8 +58,7 @@ class HistoryCase:
             "name": self.name,
             "meta": {"lakehistory": {"key": list(self.key)}},
             "columns": [
-                {"name": c.name, "data_type": c.type, "constraints": [{"type": "not_null"}] if c.name in self.not_null else []}
-                for c in self.columns
+                {"name": c.name, "data_type": c.type, "constraints": self._constraints(c)} for c in self.columns
             ],
         }
         source = {
@@ -73,6 +72,9 @@ class HistoryCase:
             ],
         }
         (models / "_test_landing__sources.yml").write_text(json.dumps(source, indent=2))
+
+    def _constraints(self, column: Column) -> list[dict]:
+        return [{"type": "not_null"}] if column.name in self.not_null else []
 
     def land(self, batch: Batch, **writer_options: Any) -> None:
         write_batch(self.project.landing, dataclasses.replace(batch, table=self.name), **writer_options)
