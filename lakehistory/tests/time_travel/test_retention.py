@@ -221,13 +221,7 @@ def test_cleanup_of_the_demo_keeps_every_history_foreign_key_and_every_answer_fr
     tagged = txns[len(txns) // 3]
     target = ("--target-path", str(tmp_path / "target"))
     copy.run_ok("run-operation", "lakehistory.tag", "--args", json.dumps({"name": "early", "txn": tagged}), *target)
-    said: list[str] = []
-    cleaned = copy.invoke(
-        "run-operation", "lakehistory.cleanup", "--args", json.dumps({"before_version": cutoff}), *target,
-        callbacks=[lambda event: said.append(event.info.msg)],
-    )  # fmt: skip
-    assert cleaned.success, said
-    assert any(f"tag early (transaction {tagged}) keeps" in line for line in said), said
+    copy.run_ok("run-operation", "lakehistory.cleanup", "--args", json.dumps({"before_version": cutoff}), *target)
     removed = {
         name: n - spark.sql(f"select count(*) from `{copy.schema}`.`{name}`").first()[0] for name, n in counts.items()
     }
