@@ -153,7 +153,8 @@
   {%- set sql -%}
     merge into {{ target }} as t
     using (
-        select {{ lakehistory._columns(keys, 'k') }}, {{ position.k }} as `_lh_position`
+        -- distinct: an update's two events share their position, and a MERGE matches a row once
+        select distinct {{ lakehistory._columns(keys, 'k') }}, {{ position.k }} as `_lh_position`
         from {{ target }} as k
         inner join (
             select {{ lakehistory._columns(keys, 's') }}, max({{ position.s }}) as `_lh_last`
