@@ -35,7 +35,7 @@ demo: setup
 	@# every table's batches: all applied, none pending
 	$(BIN)/lakehistory status $(DBT_DEMO)
 
-test: lint test-python test-adapter test-cluster
+test: lint test-python test-cluster
 
 setup:
 	@bash setup/bootstrap.sh
@@ -61,10 +61,10 @@ PYTEST_PROCESSES = -n $(TEST_PROCESSES) --dist loadgroup --no-loadscope-reorder
 test-python: setup-test
 	$(BIN)/python -m pytest -m "not connect and not slow" $(PYTEST_PROCESSES)
 
-# The thorough run, outside CI's budget: every test but the Connect ones, the heaviest
-# property-based runs (marker `slow`) included, and every property test with more examples
-# (harness.examples: LAKEHISTORY_THOROUGH=1).
-test-slow: setup-test
+# The thorough run, outside CI's budget: dbt's adapter conformance suite, then every test but the
+# Connect ones, the heaviest property-based runs (marker `slow`) included, and every property test
+# with more examples (harness.examples: LAKEHISTORY_THOROUGH=1).
+test-slow: setup-test test-adapter
 	LAKEHISTORY_THOROUGH=1 $(BIN)/python -m pytest -m "not connect" $(PYTEST_PROCESSES)
 
 # dbt's adapter conformance suite (dbt-tests-adapter) on the sparksession adapter: a pytest run of

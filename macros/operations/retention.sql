@@ -153,7 +153,7 @@
   {%- set sql -%}
     merge into {{ target }} as t
     using (
-        -- distinct: an update's two events share their position, and a MERGE matches a row once
+        -- distinct: an update's two events share their position
         select distinct {{ lakehistory._columns(keys, 'k') }}, {{ position.k }} as `_lh_position`
         from {{ target }} as k
         inner join (
