@@ -72,9 +72,15 @@ SYNCS_COLUMNS = tuple(field.name for field in SYNCS_LAYOUT)
 OPERATION_SYNC_PREFIX = "lakehistory:"
 
 
+def beside(transactions: str, suffix: str) -> str:
+    """The table named `<transactions>_<suffix>`, beside the transactions table `transactions` (a
+    quoted relation or not)."""
+    return f"{transactions[:-1]}_{suffix}`" if transactions.endswith("`") else f"{transactions}_{suffix}"
+
+
 def syncs_relation(transactions: str) -> str:
-    """The syncs table beside the transactions table `transactions` (a quoted relation)."""
-    return f"{transactions[:-1]}_syncs`" if transactions.endswith("`") else f"{transactions}_syncs"
+    """The syncs table beside the transactions table `transactions`."""
+    return beside(transactions, "syncs")
 
 
 class TransactionsLayoutError(RuntimeError):

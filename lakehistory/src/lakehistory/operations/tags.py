@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from lakehistory.history import lock
 from lakehistory.history.session import own_session
 from lakehistory.history.table import HistoryError
-from lakehistory.history.transactions import Field, create_if_missing, create_sql
+from lakehistory.history.transactions import Field, beside, create_if_missing, create_sql
 
 LAYOUT = (
     Field("tag", "string", True, "The tag's name: one per lakehouse"),
@@ -38,7 +38,7 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 def tags_relation(transactions: str) -> str:
     """The tags table beside the transactions table `transactions` (a quoted relation)."""
-    return f"{transactions[:-1]}_tags`" if transactions.endswith("`") else f"{transactions}_tags"
+    return beside(transactions, "tags")
 
 
 def ensure_tags_table(spark: SparkSession, transactions: str) -> str:
