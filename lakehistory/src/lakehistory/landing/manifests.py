@@ -277,7 +277,7 @@ def pending_manifests(manifests: list[dict[str, Any]], spec: TableSpec, applied:
                 raise batch_error(
                     manifest["batch_id"],
                     f"schema_changes[{index}] drops column {change['column']}, which the source declares not_null:"
-                    " its versions from then on would hold NULL (rule 17). Remove the not_null test first.",
+                    " its versions from then on would hold NULL (rule 17). Remove its not_null constraint first.",
                 )
     for manifest in pending if spec.app_id_required else ():
         if not manifest.get("app_id"):

@@ -264,9 +264,7 @@ def _token_misuse(spec: TableSpec, unmodified_token: SparkColumn, null_token: Sp
                 F.concat(F.lit(f"column {c.name} holds unmodified_string in a "), kind, F.lit(" file")),
             )
         )
-    for c in spec.data_columns if spec.not_null else ():
-        if c.name not in spec.not_null:
-            continue
+    for c in [c for c in spec.data_columns if c.name in spec.not_null]:
         cell = F.col(q(c.name))
         # A file from before a schema change added the column lacks it (rule 17): no value to check.
         absent = cell.isNull() if c.name not in spec.migrated else F.lit(False)
