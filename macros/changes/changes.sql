@@ -177,15 +177,27 @@ changes as (
 {% endmacro %}
 
 
-{#- A data column the history table gained since this model's last build (an add_column schema
-    change, spec rule 17) joins the model's table before the new rows are appended; its rows
-    from before read NULL in it, as the history table's versions from before do. So does a column
-    of the model's own (`own`: name to type) that a later release of lakehistory added. -#}
-{% macro _take_new_columns(history, columns, own={}) %}
-  {%- if not (is_incremental() and lakehistory._builds()) -%}{{ return(none) }}{%- endif -%}
-  {#- the rule the `_hx` builds follow too (lakehistory.derived.take_new_columns) -#}
-  {%- do lakehistory._engine('take_new_columns', {'table': this | string, 'history': history | string,
-      'columns': columns, 'own_columns': own}) -%}
+{#- A derived model (`kind`: events or states) follows its history table. A data column the
+    history table gained since this model's last build (an add_column schema change, spec rule
+    17) joins the model's table before the new rows are appended; its rows from before read NULL
+    in it, as the history table's versions from before do. So does a column of the model's own
+    (`own`: name to type) that a later release of lakehistory added. The history table is also
+    remembered for the model's post-hook, `_carry_not_null`. -#}
+{% macro _follow_history(history, kind, columns, own={}) %}
+  {%- if not lakehistory._builds() -%}{{ return(none) }}{%- endif -%}
+  {#- the column rule the `_hx` builds follow too (lakehistory.derived.take_new_columns) -#}
+  {%- do lakehistory._engine('follow_history', {'table': this | string, 'history': history | string, 'kind': kind,
+      'columns': columns, 'own_columns': own, 'incremental': is_incremental()}) -%}
+{% endmacro %}
+
+
+{#- The post-hook event_history and feature_states give their model: once the table exists, each
+    column its history table declares NOT NULL becomes a CHECK constraint of it
+    (lakehistory.derived.carry_not_null). Renders no SQL. -#}
+{% macro _carry_not_null() %}
+  {%- if lakehistory._builds() -%}
+    {%- do lakehistory._engine('carry_not_null', {'table': this | string}) -%}
+  {%- endif -%}
 {% endmacro %}
 
 

@@ -23,6 +23,8 @@
 -#}
 
 {% macro event_history(history) %}
+  {#- read while dbt parses the model: its table carries the history's NOT NULL columns -#}
+  {%- do config(post_hook='{{ lakehistory._carry_not_null() }}') -%}
   {{ return(adapter.dispatch('event_history', 'lakehistory')(history)) }}
 {% endmacro %}
 
@@ -31,7 +33,7 @@
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
   {%- set columns = lakehistory._data_columns_without(history, 'events') -%}
-  {%- do lakehistory._take_new_columns(history, columns) -%}
+  {%- do lakehistory._follow_history(history, 'events', columns) -%}
   {%- set last = lakehistory._last_recorded_txn('_hist_trans_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last) -%}
   {%- if first is none and is_incremental() -%}

@@ -37,6 +37,8 @@
 -#}
 
 {% macro feature_states(history) %}
+  {#- read while dbt parses the model: its table carries the history's NOT NULL columns -#}
+  {%- do config(post_hook='{{ lakehistory._carry_not_null() }}') -%}
   {{ return(adapter.dispatch('feature_states', 'lakehistory')(history)) }}
 {% endmacro %}
 
@@ -46,7 +48,7 @@
   {%- endif -%}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set columns = lakehistory._data_columns_without(history, 'states') -%}
-  {%- do lakehistory._take_new_columns(history, columns, {'rtcts': 'timestamp', 'rtuts': 'timestamp'}) -%}
+  {%- do lakehistory._follow_history(history, 'states', columns, {'rtcts': 'timestamp', 'rtuts': 'timestamp'}) -%}
   {%- set operations = ['batch', 'revert', 'cleanup'] -%}
   {%- set last = lakehistory._last_recorded_txn('txn_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last, operations) -%}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from lakehistory.sql import q
+from lakehistory.sql import lit, q
 
 
 def take_new_columns(
@@ -23,3 +25,82 @@ def take_new_columns(
         typed = types()
         spark.sql(f"alter table {table} add columns ({', '.join(f'{q(c)} {typed[c]}' for c in new)})")
     return new
+
+
+# -- NOT NULL carried from the history table ----------------------------------------------------------
+#
+# A column the source declares NOT NULL is NOT NULL in its history table (history/table.py). An
+# event or a state holds the values of one of the history's versions, so the rule holds for its
+# rows too, with one exception: a PURGE state of a key whose earlier states are all gone holds no
+# values. dbt creates these tables (CREATE TABLE AS SELECT makes every column nullable, and Delta
+# cannot tighten a column afterwards), so the rule is a Delta CHECK constraint, which Delta checks
+# on the rows there and on every later write. The model's macro names its history table while dbt
+# compiles it; the model's post-hook, once the table exists, adds the constraints.
+
+# The rows of a kind of derived table that may hold NULL in a NOT NULL column of the history.
+EXEMPT = {"events": None, "states": ("action", "PURGE")}
+
+
+@dataclass(frozen=True)
+class Derived:
+    history: str
+    columns: tuple[str, ...]  # the data columns the model takes from the history table
+    kind: str
+
+
+_lock = threading.Lock()
+# (dbt invocation id, derived table) -> its history table, named while dbt compiled the model.
+_compiled: dict[tuple[str, str], Derived] = {}
+
+
+def compiled(invocation_id: str, table: str, derived: Derived) -> None:
+    if derived.kind not in EXEMPT:
+        raise ValueError(f"{table}: no NOT NULL rule for a derived table of kind {derived.kind!r}")
+    with _lock:
+        _compiled[(invocation_id, table)] = derived
+
+
+def carry_not_null(spark: SparkSession, invocation_id: str, table: str) -> list[str]:
+    """The CHECK constraints `table` lacks for the NOT NULL data columns of its history table,
+    added (Delta first checks the rows the table holds). Returns their names. No statement runs
+    when the history table has no NOT NULL data column, nor for a table no macro compiled."""
+    with _lock:
+        derived = _compiled.pop((invocation_id, table), None)
+    if derived is None:
+        return []
+    taken = {c.lower() for c in derived.columns}
+    required = [f.name for f in spark.table(derived.history).schema if not f.nullable and f.name.lower() in taken]
+    if not required:
+        return []
+    prefix = "delta.constraints."
+    existing = {
+        r["key"][len(prefix) :]: r["value"].strip().lower()
+        for r in spark.sql(f"show tblproperties {table}").collect()
+        if r["key"].startswith(prefix)
+    }
+    added = []
+    for column in required:
+        check = not_null_check(column, EXEMPT[derived.kind])
+        if check.lower() in existing.values():
+            continue
+        name = _free_name(column, existing)
+        spark.sql(f"alter table {table} add constraint {q(name)} check ({check})")
+        existing[name] = check.lower()
+        added.append(name)
+    return added
+
+
+def not_null_check(column: str, exempt: tuple[str, str] | None) -> str:
+    check = f"{q(column)} is not null"
+    return check if exempt is None else f"{check} or {q(exempt[0])} = {lit(exempt[1])}"
+
+
+def _free_name(column: str, taken: Mapping[str, str]) -> str:
+    """`<column>_not_null` (dbt's contracts name theirs so too: the adapter's delta_checks), with
+    a number after it when two columns' names differ only where a constraint name cannot."""
+    stem = "".join(c if c.isalnum() else "_" for c in column.lower()) + "_not_null"
+    name, n = stem, 1
+    while name in taken:
+        n += 1
+        name = f"{stem}_{n}"
+    return name

@@ -294,19 +294,33 @@ def inspect(
 # -- shared rules, for the macros of the derived tables ---------------------------------------------
 
 
-def take_new_columns(
+def follow_history(
     spark: SparkSession,
     context: Mapping[str, Any],
     table: str,
     history: str,
+    kind: str,
     columns: Sequence[str],
     own_columns: Mapping[str, str],
+    incremental: bool,
 ) -> list[str]:
-    """The data columns `history` gained since the derived table `table` was last built, added to
-    it (spec rule 17), as the `_hx` builds add them; then the model's own columns (name to type)
-    that `table` lacks, made by an earlier release of lakehistory."""
+    """While dbt compiles an events or states model (`kind`) over `history`: on an incremental
+    build, the data columns `history` gained since `table` was last built are added to it (spec
+    rule 17), as the `_hx` builds add them, then the model's own columns (name to type) `table`
+    lacks, made by an earlier release of lakehistory. Returns the columns added. The history
+    table is remembered for the model's post-hook (`carry_not_null`)."""
+    ctx = Context.of(context)
+    derived.compiled(ctx.invocation_id, table, derived.Derived(history, tuple(columns), kind))
+    if not incremental:
+        return []
     added = derived.take_new_columns(spark, table, columns, lambda: dict(spark.table(history).dtypes))
     return added + derived.take_new_columns(spark, table, list(own_columns), lambda: dict(own_columns))
+
+
+def carry_not_null(spark: SparkSession, context: Mapping[str, Any], table: str) -> list[str]:
+    """The post-hook of an events or states model: the NOT NULL columns of its history table
+    become CHECK constraints of `table` (lakehistory.derived)."""
+    return derived.carry_not_null(spark, Context.of(context).invocation_id, table)
 
 
 def moved_rows_sql(spark: SparkSession, context: Mapping[str, Any], alias: str) -> str:

@@ -15,6 +15,7 @@ from history_case import SUPERSET_DATA, HistoryCase, T, batch, naive, normalize,
 from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, examples, unique_schema
+from lakehistory import derived
 from lakehistory.history import apply
 from lakehistory.landing.batch import ONE_MS, Column
 from lakehistory.names import ACTIVE, END, START
@@ -587,3 +588,67 @@ def test_any_column_name_a_delta_table_can_hold(project: DbtProject, monkeypatch
         )
     )
     assert sorted(tuple(c.values()) for c in changes) == [("back`tick", "1", "10"), ("first name", "ann", "anne")]
+
+
+def test_a_column_the_source_declares_not_null_is_checked_in_events_and_states(
+    project: DbtProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 001: non-null constraints are maintained in the history, its events and its states.
+    Each column the source declares NOT NULL becomes a Delta CHECK constraint of the event and
+    state tables (a states table lets a PURGE hold no values); Delta then refuses a NULL there from
+    any writer. A first build stopped before the constraints are added gets them on the next run."""
+    columns = [Column("gate_id", "bigint"), Column("gate state", "string"), Column("note", "string")]
+    case = HistoryCase(project, "gate", columns, ["gate_id"], not_null=["gate state"])
+    folder = project.project_dir / "models" / "under_test"
+    config = (
+        "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false,"
+        " tblproperties={'delta.columnMapping.mode': 'name'}) }}\n"
+    )
+    (folder / "gate_events.sql").write_text(config + "{{ lakehistory.event_history(ref('gate')) }}\n")
+    (folder / "gate_states.sql").write_text(config + "{{ lakehistory.feature_states(ref('gate')) }}\n")
+    first = [version(T(1), gate_id=1, note=None, **{"gate state": "open"})]
+    first.append(version(T(1), gate_id=2, note="x", **{"gate state": "shut"}))
+    case.land(batch("gate", columns, "gate_id", 1, "alice", first))
+
+    def checks(name: str) -> dict:
+        rows = project.rows(f"show tblproperties {{schema}}.`{name}`")
+        return {r["key"]: r["value"] for r in rows if r["key"].startswith("delta.constraints.")}
+
+    # Stopped between the table's creation and its post-hook, as a kill there would leave it.
+    def stopped(*args: object) -> list[str]:
+        raise RuntimeError("stopped on purpose")
+
+    monkeypatch.setattr(derived, "carry_not_null", stopped)
+    assert "stopped on purpose" in project.run_fails("run", "--select", "gate+")
+    assert checks("gate_events") == {} and checks("gate_states") == {}
+    monkeypatch.undo()
+
+    run(project, "gate")
+    assert checks("gate_events") == {"delta.constraints.gate_state_not_null": "`gate state` is not null"}
+    assert checks("gate_states") == {
+        "delta.constraints.gate_state_not_null": "`gate state` is not null or `action` = 'PURGE'"
+    }
+    for name in ("gate_events", "gate_states"):
+        with pytest.raises(Exception, match="gate_state_not_null") as refused:
+            project.spark.sql(f"insert into `{project.schema}`.`{name}` (`gate_id`) values (3)")
+        assert "DELTA_VIOLATE_CONSTRAINT" in str(refused.value), refused.value
+
+    second = [version(T(2), gate_id=1, note="y", **{"gate state": "ajar"})]
+    case.land(batch("gate", columns, "gate_id", 2, "bob", second, deletes=[(2, T(2))]))
+    run(project, "gate")
+    events = read(project, "gate_events", "_hist_trans_id, gate_id, _hist_event")
+    assert [(e["gate_id"], e["_hist_event"], e["gate state"]) for e in events] == [
+        (1, INSERT, "open"),
+        (2, INSERT, "shut"),
+        (1, UPDATE_FROM, "open"),
+        (1, UPDATE_TO, "ajar"),
+        (2, DELETE, "shut"),
+    ]
+    states = read(project, "gate_states", "gate_id, version")
+    assert [(s["gate_id"], s["action"], s["gate state"]) for s in states] == [
+        (1, "CREATE", "open"),
+        (1, "UPDATE", "ajar"),
+        (2, "CREATE", "shut"),
+        (2, "DELETE", "shut"),
+    ]
+    assert len(checks("gate_events")) == 1 and len(checks("gate_states")) == 1, "added once"
