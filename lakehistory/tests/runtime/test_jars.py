@@ -12,6 +12,13 @@ from lakehistory.runtime import jars
 from lakehistory.runtime.paths import jar_dir
 
 
+@pytest.fixture(autouse=True)
+def delta_jars_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The download of the Delta jars stands for all: the S3A connector's SDK bundle alone is
+    686 MB, and goes through the same code."""
+    monkeypatch.setattr(jars, "ARTIFACTS", {name: jars.ARTIFACTS[name] for name in jars.REQUIRED})
+
+
 def repository_with(folder: Path, content: dict[str, bytes]) -> str:
     """A repository in Maven's layout holding `content` (jar name -> bytes), as a file: URL."""
     for name, body in content.items():
