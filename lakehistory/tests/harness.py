@@ -65,17 +65,19 @@ def unique_schema(label: str) -> str:
 class DbtProject:
     """A dbt project directory bound to one schema of the test lakehouse."""
 
-    def __init__(self, project_dir: Path, schema: str, target: str = "local") -> None:
+    def __init__(self, project_dir: Path, schema: str, target: str = "local", landing_root: str | None = None) -> None:
         self.project_dir = Path(project_dir)
         self.schema = schema
         self.target = target
-        self.landing = self.project_dir / "landing"  # this project's own landing root
+        self.landing = self.project_dir / "landing"  # where this project's batches are written
+        # where dbt reads them: the same folder, or the URI they are copied to (an s3a:// prefix)
+        self.landing_root = landing_root or str(self.landing)
 
     def _options(self) -> list[str]:
         return ["--project-dir", str(self.project_dir), "--profiles-dir", str(PROFILES_DIR), "--target", self.target]
 
     def _variables(self) -> dict[str, str]:
-        return {"LAKEHISTORY_SCHEMA": self.schema, "LAKEHISTORY_LANDING": str(self.landing)}
+        return {"LAKEHISTORY_SCHEMA": self.schema, "LAKEHISTORY_LANDING": self.landing_root}
 
     def process(self, *args: str) -> tuple[list[str], dict[str, str]]:
         """The command line and environment of `dbt args` as a process of its own (this venv's dbt)."""

@@ -1,6 +1,9 @@
-"""The Spark Connect tests' server (marker `connect`, `make test-cluster`): a standalone cluster on
-127.0.0.1 and one Connect server on it, started once for the pytest process, a lakehouse of
-their own. SPARK_REMOTE points dbt's `connect` target and PySpark at it while they run."""
+"""The Spark Connect tests' server (marker `connect`, `make test-cluster`): an S3 object store, a
+standalone cluster and one Connect server on it, all on 127.0.0.1 and started once for the pytest
+process. The server's warehouse is a bucket of the store, and each test's landing another bucket's
+prefix, so the executors read the landing and write the tables only through the store; the
+server's folder keeps its Derby metastore and its log. SPARK_REMOTE points dbt's `connect` target
+and PySpark at the server while they run."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from object_store import BUCKETS, LANDING_BUCKET, WAREHOUSE, Store, StoreLanding, seaweedfs
 from standalone import Cluster, free_port, standalone_cluster
 
 from harness import JVM_FOR_SHORT_QUERIES
@@ -15,13 +19,30 @@ from lakehistory.runtime import connect_server
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def object_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """The store, its credentials in this process's environment for every process it starts (the
+    cluster's, the server's, dbt's)."""
+    with seaweedfs(tmp_path_factory.mktemp("object-store"), BUCKETS) as store:
+        saved = {name: os.environ.get(name) for name in store.env()}
+        os.environ.update(store.env())
+        try:
+            yield store
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory, object_store: Store) -> Iterator[Cluster]:
     with standalone_cluster(tmp_path_factory.mktemp("cluster"), workers=2, cores=1, memory="1g") as running:
         yield running
 
 
 @pytest.fixture(scope="session")
-def connect_url(tmp_path_factory: pytest.TempPathFactory, cluster: Cluster) -> Iterator[str]:
+def connect_url(tmp_path_factory: pytest.TempPathFactory, cluster: Cluster, object_store: Store) -> Iterator[str]:
     lakehouse = tmp_path_factory.mktemp("connect-lakehouse")
     port = free_port()
     settings = connect_server.ServerSettings(
@@ -32,6 +53,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory, cluster: Cluster) -> I
         executor_memory="1g",
         executor_cores=1,
         total_executor_cores=2,
+        warehouse=WAREHOUSE,
         # Sized for this machine's two cores, as the embedded profile is. Code generation and
         # adaptive execution stay on (the tests' embedded session turns them off: conftest.py), so
         # the project is also tested as a cluster runs it; the JVMs get the tests' JIT and
@@ -41,6 +63,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory, cluster: Cluster) -> I
             "spark.databricks.delta.snapshotPartitions": "2",
             "spark.driver.extraJavaOptions": JVM_FOR_SHORT_QUERIES,
             "spark.executor.extraJavaOptions": JVM_FOR_SHORT_QUERIES,
+            **object_store.spark_conf(),
         },
     )
     server = connect_server.start(settings, lakehouse / "server.log")
@@ -58,3 +81,8 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory, cluster: Cluster) -> I
         os.environ.pop("SPARK_REMOTE", None)
         server.terminate()
         server.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def store_landing(object_store: Store) -> StoreLanding:
+    return StoreLanding(object_store, LANDING_BUCKET)

@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from object_store import StoreLanding
 
-from harness import DbtProject, copy_project, transaction_rows, unique_schema
+from harness import transaction_rows, unique_schema
 from lakehistory.history import ledger
 from lakehistory.history import lock as lock_module
 from lakehistory.history.transactions import ensure_transactions_table
@@ -38,13 +39,16 @@ def lock_holder(spark, schema: str) -> str:
     return spark.sql(f"select holder from `{schema}`.`lakehistory_transactions_writer`").collect()[0].holder or ""
 
 
-def test_a_client_killed_while_it_holds_the_lock_is_taken_over_by_the_one_waiting(connect_url: str, tmp_path: Path):
+def test_a_client_killed_while_it_holds_the_lock_is_taken_over_by_the_one_waiting(
+    connect_url: str, tmp_path: Path, store_landing: StoreLanding
+):
     """Two `dbt run`s through the server, each of one history model: the second waits for the
     first, which is stopped once it holds the lock, then killed (its whole process group). The
     second takes over without waiting for the lease, and a rerun of the first converges."""
     spark = session(connect_url)
-    project = DbtProject(copy_project(tmp_path / "project"), unique_schema("killed_client"), target="connect")
+    project = store_landing.project(tmp_path / "project", "killed_client")
     generate(project.landing, GeneratorConfig(scale=2, syncs=1, seed=7), only_sync=1)
+    store_landing.copy(project)
     killed_command, env = project.process("run", "--select", "meta_station_history")
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     killed = subprocess.Popen(killed_command, env=env, start_new_session=True, **quiet)  # noqa: S603 - the venv's dbt

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from embedded_reference import comparable, stored_relations
+from object_store import WAREHOUSE, Store, StoreLanding
 from standalone import Cluster
 
 from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
@@ -92,15 +93,16 @@ class Reads:
 
 @pytest.fixture(scope="module")
 def cluster_build(
-    embedded: Callable, connect_url: str, tmp_path_factory: pytest.TempPathFactory
+    embedded: Callable, connect_url: str, tmp_path_factory: pytest.TempPathFactory, store_landing: StoreLanding
 ) -> tuple[DbtProject, Reads]:
     """The demo built through the server, day one by dbt in this process, day two by a `dbt build`
     process while this process reads the history through a Connect session of its own. The data
     tests run on day two, through the server, over the tables of both days."""
     from pyspark.sql import SparkSession
 
-    project = DbtProject(copy_project(tmp_path_factory.mktemp("cluster-build")), unique_schema("connect"), "connect")
+    project = store_landing.project(tmp_path_factory.mktemp("cluster-build"), "connect")
     generate(project.landing, DEMO, extract_tables=EXTRACTS, only_sync=1)
+    store_landing.copy(project)
     project.run_ok("build", "--exclude-resource-type", "test", *ONE_THREAD)
     spark = SparkSession.builder.remote(connect_url).getOrCreate()
 
@@ -113,6 +115,7 @@ def cluster_build(
     day_one = max(ids())
     reads = Reads(before=as_of(spark, project.schema, day_one))
     generate(project.landing, DEMO, extract_tables=EXTRACTS, only_sync=2)
+    store_landing.copy(project)
     log = project.project_dir / "day-two.log"
     command, env = project.process("build", *ONE_THREAD)
     with log.open("w") as out, subprocess.Popen(command, stdout=out, stderr=out, env=env) as build:  # noqa: S603
@@ -128,7 +131,7 @@ def cluster_build(
 
 
 def test_the_demo_builds_on_a_cluster_as_it_does_embedded(
-    cluster_build: tuple[DbtProject, Reads], connect_url: str, embedded: Callable, cluster: Cluster
+    cluster_build: tuple[DbtProject, Reads], connect_url: str, embedded: Callable, cluster: Cluster, object_store: Store
 ) -> None:
     project, _ = cluster_build
     from pyspark.sql import SparkSession
@@ -137,6 +140,16 @@ def test_the_demo_builds_on_a_cluster_as_it_does_embedded(
     assert type(spark).__module__.startswith("pyspark.sql.connect"), "assertions must read through Connect too"
     # The work ran in the workers' executors, not in the server's process.
     assert all(tasks > 0 for tasks in cluster.finished_tasks()), cluster.finished_tasks()
+    # Every table is on the store, its files and its Delta log; the landing was read from there.
+    schema_uri = f"{WAREHOUSE}/{project.schema}.db"
+    views = {r["viewName"] for r in project.rows("show views in {schema}")}
+    tables = set(stored_relations(spark, project.schema)) - views
+    for table in tables:
+        location = project.rows(f"describe detail {{schema}}.`{table}`")[0]["location"]
+        assert location == f"{schema_uri}/{table}", (table, location)
+    logs = {key.split("/")[2] for key in object_store.keys(schema_uri) if "/_delta_log/" in key}
+    assert logs == tables, logs
+    assert project.landing_root.startswith("s3a://") and object_store.keys(project.landing_root)
 
     # Every table and view of the build equals the embedded engine's: history rows with their
     # validity, transactions, _hx ids and history foreign keys, events, states, snapshots, seeds.
@@ -214,12 +227,15 @@ def test_a_reader_of_the_consistent_cut_during_a_build_never_sees_half_a_sync(
             assert rows == as_of(spark, project.schema, cut, table), f"{table} as of the cut {cut}"
 
 
-def test_two_dbt_runs_at_once_take_turns_and_no_transaction_id_repeats(connect_url: str, tmp_path: Path) -> None:
+def test_two_dbt_runs_at_once_take_turns_and_no_transaction_id_repeats(
+    connect_url: str, tmp_path: Path, store_landing: StoreLanding
+) -> None:
     """Two processes through one server, each applying a different history table of one sync:
     the writer lock makes one wait for the other, so the sync's id is reserved once and both
     tables record their batches under it."""
-    project = DbtProject(copy_project(tmp_path / "project"), unique_schema("two_writers"), target="connect")
+    project = store_landing.project(tmp_path / "project", "two_writers")
     generate(project.landing, GeneratorConfig(scale=2, syncs=1, seed=7), only_sync=1)
+    store_landing.copy(project)
     commands = [project.process("run", "--select", model) for model in ("meta_network_history", "meta_station_history")]
     runs = [
         subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)  # noqa: S603

@@ -8,6 +8,8 @@
         --warehouse s3a://lake/warehouse --conf spark.hadoop.hive.metastore.uris=thrift://metastore:9083
     SPARK_REMOTE=sc://10.0.0.5:15002 dbt build --target connect
 
+(docs/deployment.md: the same on object storage, with the commands the cluster test runs.)
+
 The server owns the catalog, the metastore and the Delta configuration, which is why they are set
 here and not in the profile's `connect` target. On a cluster the warehouse must be storage every
 executor reads (HDFS, S3, ...), and the metastore one that several clients can use (a Hive
@@ -48,12 +50,20 @@ class ServerSettings:
     executor_cores: int | None = None
     total_executor_cores: int | None = None  # a standalone or Mesos cluster's cap for this server
     warehouse: str | None = None  # a path or URI (hdfs://, s3a://); on a cluster, shared storage
+    # Hadoop's S3A connector for s3a:// URIs (a landing on object storage); implied by an s3a://
+    # warehouse. Store and credentials: Spark settings and the environment (docs/deployment.md).
+    s3a: bool = False
     # More Spark settings; they win over ours, but driver JVM flags are added to ours (see server_conf).
     conf: dict[str, str] = field(default_factory=dict)
 
     @property
     def local(self) -> bool:
         return self.master.startswith("local")
+
+    @property
+    def jars(self) -> tuple[str, ...]:
+        on_s3 = self.s3a or (self.warehouse or "").startswith("s3a://")
+        return jars.FOR_OBJECT_STORE if on_s3 else jars.REQUIRED
 
 
 def server_conf(settings: ServerSettings) -> dict[str, str]:
@@ -94,10 +104,10 @@ def server_conf(settings: ServerSettings) -> dict[str, str]:
 
 def server_command(settings: ServerSettings) -> list[str]:
     spark_home = Path(pyspark.__file__).parent
-    # --jars puts Delta on the driver's classpath and ships it to every executor.
-    delta_jars = ",".join(str(jar_dir() / name) for name in jars.REQUIRED)
+    # --jars puts Delta (and S3A) on the driver's classpath and ships them to every executor.
+    shipped = ",".join(str(jar_dir() / name) for name in settings.jars)
     command = [str(spark_home / "bin" / "spark-submit"), "--master", settings.master, "--class", SERVER_CLASS]
-    command += ["--jars", delta_jars, "--driver-memory", settings.driver_memory]
+    command += ["--jars", shipped, "--driver-memory", settings.driver_memory]
     for flag, value in (
         ("--executor-memory", settings.executor_memory),
         ("--executor-cores", settings.executor_cores),
@@ -155,6 +165,9 @@ def parse_settings(argv: Sequence[str] | None = None) -> ServerSettings:
     parser.add_argument("--executor-cores", type=int)
     parser.add_argument("--total-executor-cores", type=int)
     parser.add_argument("--warehouse", help="where the tables are: a path, or a URI of shared storage on a cluster")
+    parser.add_argument(
+        "--s3a", action="store_true", help="ship Hadoop's S3A connector (implied by an s3a:// --warehouse)"
+    )
     parser.add_argument(
         "--conf", type=_setting, action="append", default=[], metavar="KEY=VALUE", help="any other Spark setting"
     )
