@@ -6,12 +6,10 @@ one. Its one identity's keys are made up at start and reach Spark only through t
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import shutil
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,8 +25,6 @@ REGION = "us-east-1"
 WAREHOUSE = "s3a://lakehouse/warehouse"
 LANDING_BUCKET = "landing"
 BUCKETS = ("lakehouse", LANDING_BUCKET)
-# Prometheus counters of the S3 gateway: one sample per bucket, request type and status code.
-REQUESTS = re.compile(r"^SeaweedFS_s3_request_total\{([^}]*)\} (\S+)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -36,7 +32,6 @@ class Store:
     endpoint: str  # http://127.0.0.1:port
     access_key: str
     secret_key: str
-    metrics_url: str
 
     def env(self) -> dict[str, str]:
         """The credentials, as every process that reads or writes the store gets them."""
@@ -77,16 +72,6 @@ class Store:
         bucket, _, prefix = uri.removeprefix("s3a://").partition("/")
         pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         return [item["Key"] for page in pages for item in page.get("Contents", [])]
-
-    def requests(self) -> dict[str, int]:
-        """Requests the gateway has served so far, by type (GetObject, PutObject, ListObjectsV2, ...)."""
-        with urllib.request.urlopen(self.metrics_url, timeout=10) as response:  # noqa: S310 - our own server
-            text = response.read().decode()
-        counts: dict[str, int] = {}
-        for labels, value in REQUESTS.findall(text):
-            kind = dict(re.findall(r'(\w+)="([^"]*)"', labels)).get("type", "?")
-            counts[kind] = counts.get(kind, 0) + int(float(value))
-        return counts
 
 
 @dataclass(frozen=True)
@@ -131,13 +116,11 @@ def seaweedfs(folder: Path, buckets: tuple[str, ...]) -> Iterator[Store]:
         for part in ("master", "volume", "filer", "s3", "admin")
         for kind in ("port", "port.grpc")
     }
-    ports["-metricsPort"] = free_port()
     command = [weed(), "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
     command += ["-master.telemetry=false", "-admin.ui=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0"]
     command += [f"-s3.config={config}"]
     command += [f"-bucket={','.join(buckets)}", *(f"{flag}={port}" for flag, port in ports.items())]
-    port, metrics = ports["-s3.port"], ports["-metricsPort"]
-    store = Store(f"http://127.0.0.1:{port}", access_key, secret_key, f"http://127.0.0.1:{metrics}/metrics")
+    store = Store(f"http://127.0.0.1:{ports['-s3.port']}", access_key, secret_key)
     log = folder / "weed.log"
     with log.open("ab") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603 - the pinned server
