@@ -66,7 +66,7 @@ def demo(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProjec
 # (docs/decisions/0003). A file not listed here only queues after these.
 GROUP_SECONDS = {
     "demo": 465,
-    "lakehistory/tests/changes/test_events_and_states.py": 590,
+    "lakehistory/tests/changes/test_events_and_states.py": 450,
     "lakehistory/tests/hx/test_hx_tables.py": 330,
     "lakehistory/tests/history/test_bad_input.py": 300,
     "lakehistory/tests/history/test_writer_lock.py": 300,
