@@ -35,11 +35,14 @@ def project(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtPro
     return project
 
 
-def add_changes(project: DbtProject, table: str, core: bool = True) -> None:
+def add_changes(project: DbtProject, table: str, core: bool = True, column_mapping: bool = False) -> None:
     """What a user writes for a history table: its events, its feature states, a core history
-    (left out where a test does not read it: each model is a node more on every run)."""
+    (left out where a test does not read it: each model is a node more on every run). With
+    `column_mapping`, the event and state tables hold any column name Delta can (their config)."""
     folder = project.project_dir / "models" / "under_test"
-    config = "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
+    mapping = ", tblproperties={'delta.columnMapping.mode': 'name'}" if column_mapping else ""
+    settings = f"materialized='incremental', incremental_strategy='append', full_refresh=false{mapping}"
+    config = f"{{{{ config({settings}) }}}}\n"
     (folder / f"{table}_events.sql").write_text(config + f"{{{{ lakehistory.event_history(ref('{table}')) }}}}\n")
     (folder / f"{table}_states.sql").write_text(config + f"{{{{ lakehistory.feature_states(ref('{table}')) }}}}\n")
     if core:
@@ -545,13 +548,7 @@ def test_any_column_name_a_delta_table_can_hold(project: DbtProject, monkeypatch
     """History, events, states and the column change log over columns with such names. The
     history table turns column mapping on itself; the event and state models by their config."""
     case = HistoryCase(project, "odd", ODD, ["id"])
-    folder = project.project_dir / "models" / "under_test"
-    config = (
-        "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false,"
-        " tblproperties={'delta.columnMapping.mode': 'name'}) }}\n"
-    )
-    (folder / "odd_events.sql").write_text(config + "{{ lakehistory.event_history(ref('odd')) }}\n")
-    (folder / "odd_states.sql").write_text(config + "{{ lakehistory.feature_states(ref('odd')) }}\n")
+    add_changes(project, "odd", core=False, column_mapping=True)
 
     def values(n: int, text: str) -> dict:
         return {"first name": text, "it's": f"{text}'s", "back`tick": n, "select": "from", "rate (a=b; c)": n / 2}
@@ -612,13 +609,7 @@ def test_a_column_the_source_declares_not_null_is_checked_in_events_and_states(
     any writer. A first build stopped before the constraints are added gets them on the next run."""
     columns = [Column("gate_id", "bigint"), Column("gate state", "string"), Column("note", "string")]
     case = HistoryCase(project, "gate", columns, ["gate_id"], not_null=["gate state"])
-    folder = project.project_dir / "models" / "under_test"
-    config = (
-        "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false,"
-        " tblproperties={'delta.columnMapping.mode': 'name'}) }}\n"
-    )
-    (folder / "gate_events.sql").write_text(config + "{{ lakehistory.event_history(ref('gate')) }}\n")
-    (folder / "gate_states.sql").write_text(config + "{{ lakehistory.feature_states(ref('gate')) }}\n")
+    add_changes(project, "gate", core=False, column_mapping=True)
     first = [version(T(1), gate_id=1, note=None, **{"gate state": "open"})]
     first.append(version(T(1), gate_id=2, note="x", **{"gate state": "shut"}))
     case.land(batch("gate", columns, "gate_id", 1, "alice", first))
