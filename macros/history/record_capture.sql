@@ -39,6 +39,7 @@
       0,
       system.session.lakehistory_delta_version,
       null,
+      null,
       null
   -- the extract read once: its time is the clock of the versions this capture opened and closed
   from (

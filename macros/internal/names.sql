@@ -108,7 +108,8 @@
       "rows_purged",
       "delta_version",
       "sync_id",
-      "commit_json"
+      "commit_json",
+      "schema_changes"
     ]
   }) }}
 {% endmacro %}

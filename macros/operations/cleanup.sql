@@ -160,6 +160,7 @@
         {{ purged }},
         system.session.lakehistory_delta_version,
         null,
+        null,
         null
   {%- endset -%}
   {%- set txn_id = lakehistory.run_transaction(transactions, statements, row, target) -%}

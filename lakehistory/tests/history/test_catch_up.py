@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import random
 from pathlib import Path
 
@@ -22,9 +23,9 @@ from hypothesis import strategies as st
 from harness import examples
 from lakehistory.history import apply, ledger, lock
 from lakehistory.history.apply import HistoryError
-from lakehistory.landing import run_reads
-from lakehistory.landing.batch import TMAX, Batch, Column
-from lakehistory.landing.manifests import Applied, applied_batches, read_manifests
+from lakehistory.landing import folders, run_reads
+from lakehistory.landing.batch import TMAX, Batch, Column, SchemaChange
+from lakehistory.landing.manifests import Applied, Landed, applied_batches_for, read_landed
 from lakehistory.landing.spec import BatchError
 from lakehistory.names import EARLIEST, END, START
 from oracle.fivetran import apply_batch, key_of
@@ -116,11 +117,12 @@ def test_a_run_asks_only_about_the_batches_in_its_landing_folder(engine: Engine)
         engine.land("archived", [Batch("archived", f"{n:06d}", n, ["id"], columns, replace=[row])])
         engine.apply("archived", columns, ["id"])
     spark = engine.project.spark
-    assert applied_batches(spark, engine.transactions, "archived", ["000003", "000004"]) == Applied(
-        frozenset({"000003"}), 3
-    )
-    assert applied_batches(spark, engine.transactions, "archived", []) == Applied(frozenset(), 3)
-    assert applied_batches(spark, engine.transactions, "never_landed", ["000001"]) == Applied(frozenset(), None)
+    asked = {"archived": ["000003", "000004"], "never_landed": ["000001"]}
+    assert applied_batches_for(spark, engine.transactions, asked) == {
+        "archived": Applied(frozenset({"000003"}), 3),
+        "never_landed": Applied(frozenset(), None),
+    }
+    assert applied_batches_for(spark, engine.transactions, {"archived": []}) == {"archived": Applied(frozenset(), 3)}
 
 
 ROW_COLUMNS = [Column("id", "bigint"), Column("name", "string")]
@@ -145,20 +147,20 @@ def test_a_run_reads_every_landed_table_at_once_and_each_answer_is_taken_once(en
     engine.land("rr+odd", [one_row("rr+odd", 1)])  # not a name a glob takes as it is: read alone
     run = [(root, t) for t in ("rr_a", "rr_b", "rr+odd", "rr_never_landed")]
 
-    def alone(table: str) -> run_reads.Landed:
-        manifests = read_manifests(spark, root, table)
-        return run_reads.Landed(manifests, applied_batches(spark, engine.transactions, table, ["000001", "000002"]))
+    def alone(table: str) -> Landed | BatchError:
+        return read_landed(spark, engine.transactions, root, [table])[table]
 
     got = run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_a", run)
     assert got == alone("rr_a")
     assert got is not None and got.applied == Applied(frozenset({"000001"}), 1)
+    assert [m["batch_id"] for m in got.manifests] == ["000002"], "the applied batch's manifest is not read"
     assert run_reads.known(spark, "reads-1")
     assert run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_a", []) is None, "taken once"
     with pytest.raises(BatchError, match="000002"):
         run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_b", [])
     assert run_reads.landed(spark, "reads-1", engine.transactions, root, "rr+odd", []) == alone("rr+odd")
     never = run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_never_landed", [])
-    assert never == run_reads.Landed([], Applied(frozenset(), None))
+    assert never == Landed([], Applied(frozenset(), None))
     assert run_reads.landed(spark, "reads-2", engine.transactions, root, "rr_a", []) is None, "another invocation"
 
 
@@ -244,3 +246,98 @@ def test_reference_transaction_time() -> None:
     """The oracle itself: a row that leaves and comes back is two physical rows."""
     a, b = {"id": 1, "v": "a"}, {"id": 1, "v": "b"}
     assert physical_rows([[], [a], [a, b], [b], [a, b]]) == ordered([(a, 1, 3), (a, 4, None), (b, 2, None)])
+
+
+def test_a_run_reads_only_pending_manifests_and_takes_applied_schema_changes_from_their_record(
+    engine: Engine,
+) -> None:
+    """Once a batch is applied, a run no longer reads its folder: the columns its schema changes
+    added or dropped come from its transaction's record. Proven by making the applied batch
+    unreadable; a table whose transactions were recorded without that record (by an earlier
+    version) reads every landed manifest, as before, and so meets it."""
+    declared = [Column("id", "bigint"), Column("label", "string"), Column("level", "double")]
+    after = [Column("id", "bigint"), Column("level", "double"), Column("unit", "string")]  # no label
+    at = dt.datetime(2024, 1, 2, tzinfo=dt.UTC)
+
+    def row(n: int, unit: str) -> dict:
+        start = dt.datetime(2024, 1, 2 + n, tzinfo=dt.UTC)
+        return {"id": n, "level": n / 2, "unit": unit, START: start, END: TMAX} | {
+            "_fivetran_active": True,
+            "_fivetran_synced": start,
+        }
+
+    changes = [
+        SchemaChange("add_column", "unit", at, type="string", default="m"),
+        SchemaChange("drop_column", "label", at),
+    ]
+    engine.land(
+        "recorded", [Batch("recorded", "000001", 1, ["id"], after, replace=[row(1, "m")], schema_changes=changes)]
+    )
+    engine.apply("recorded", declared, ["id"])
+    record = engine.project.rows(f"select schema_changes from {engine.transactions} where source_table = 'recorded'")
+    assert [json.loads(r["schema_changes"]) for r in record] == [
+        [
+            {"op": "add_column", "column": "unit", "type": "string"},
+            {"op": "drop_column", "column": "label", "type": None},
+        ]
+    ]
+
+    folder = engine.project.landing / "recorded" / "000001"
+    for path in folder.iterdir():
+        path.unlink()
+    (folder / "manifest.json").write_text('{"format_version": 1, "table": ')
+    engine.land("recorded", [Batch("recorded", "000002", 2, ["id"], after, replace=[row(2, "cm")])])
+    assert engine.apply("recorded", declared, ["id"])["batches"] == 1
+    rows = engine.project.rows(f"select id, label, unit from {engine.target('recorded')} order by id")
+    assert [(r["id"], r["label"], r["unit"]) for r in rows] == [(1, None, "m"), (2, None, "cm")]
+
+    engine.project.spark.sql(f"update {engine.transactions} set schema_changes = null where source_table = 'recorded'")
+    engine.land("recorded", [Batch("recorded", "000003", 3, ["id"], after, replace=[row(3, "mm")])])
+    with pytest.raises(BatchError, match="Batch 000001: manifest.json is not valid JSON"):
+        engine.stage("recorded", declared, ["id"])
+
+
+def test_the_landing_reads_the_same_through_hadoop_and_through_spark_alone(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two ways to list batch folders (folders.py: Hadoop's FileSystem in an embedded session,
+    a Spark job over the folders' files through Spark Connect) give the same manifests and errors:
+    an empty folder is no batch, a folder with files but no manifest is refused, a table name a
+    glob would misread is read as it is, and only the folders asked for are read."""
+    spark, root = engine.project.spark, engine.project.landing
+    odd = "odd{1},[x]"
+    for table in ("fl_plain", odd):
+        engine.land(table, [one_row(table, 1), one_row(table, 2)])
+    (root / "fl_plain" / "000003").mkdir()  # empty: nothing landed there yet
+    (root / "fl_plain" / "000004").mkdir()
+    (root / "fl_plain" / "000004" / "replace_0.csv").write_text("id\n")  # a manifest still to come
+    (root / odd / "_tmp").mkdir()
+    (root / odd / "_tmp" / "part-0").write_text("x")
+
+    def read() -> tuple[dict, dict]:
+        listing = folders.Folders(spark, str(root), ["fl_plain", odd, "fl_never_landed"])
+        wanted = {"fl_plain": ["000002", "000003", "000004"], odd: ["000001", "_tmp"]}
+        read = listing.manifests(wanted)
+        return listing.names, {t: {n: _shown(v) for n, v in found.items()} for t, found in read.items()}
+
+    through_hadoop = read()
+    monkeypatch.setattr(folders, "_hadoop", lambda spark: None)
+    through_spark = read()
+    names, manifests = through_hadoop
+    assert names == {
+        "fl_plain": ["000001", "000002", "000003", "000004"],
+        odd: ["000001", "000002", "_tmp"],
+        "fl_never_landed": [],
+    }
+    assert through_spark[0] == names | {"fl_plain": ["000001", "000002", "000004"]}, "Spark lists folders with files"
+    assert manifests == through_spark[1]
+    assert manifests["fl_plain"]["000003"] is None
+    assert "has files but no manifest.json" in manifests["fl_plain"]["000004"]
+    assert "a batch id may hold only" in manifests[odd]["_tmp"]
+    assert json.loads(manifests["fl_plain"]["000002"])["batch_id"] == "000002"
+    assert json.loads(manifests[odd]["000001"])["table"] == odd
+    assert set(manifests["fl_plain"]) == {"000002", "000003", "000004"}
+
+
+def _shown(found: bytes | BatchError | None) -> str | None:
+    return found.decode() if isinstance(found, bytes) else None if found is None else f"error: {found}"

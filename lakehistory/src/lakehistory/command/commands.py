@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from lakehistory.command.render import table
 from lakehistory.history.transactions import syncs_relation
 from lakehistory.landing.extracts import captured_day, extract_days
-from lakehistory.landing.manifests import applied_batches, landed_ids, read_manifests
+from lakehistory.landing.manifests import read_landed
 from lakehistory.landing.spec import BatchError
 from lakehistory.operations.tags import tags_relation
 from lakehistory.sql import q
@@ -117,9 +117,10 @@ class Inspector:
             if t["kind"] == "snapshot":
                 captured = captured_day(self.spark, self.transactions, t["relation"])
                 return sum(1 for day, _ in extract_days(self.spark, root, source) if captured is None or day > captured)
-            landed = landed_ids(read_manifests(self.spark, root, source))
-            done = applied_batches(self.spark, self.transactions, source, landed).batch_ids
-            return sum(1 for batch_id in landed if batch_id not in done)
+            landed = read_landed(self.spark, self.transactions, root, [source])[source]
+            if isinstance(landed, BatchError):
+                raise landed
+            return sum(1 for m in landed.manifests if m.get("batch_id") not in landed.applied.batch_ids)
         except BatchError as exc:
             return f"unreadable: {exc}"
 

@@ -414,6 +414,7 @@ def _staged_batches(spark: SparkSession, staged: str, first_key: str) -> list[Ba
             max_by(s.`_lh_app_id`, s.`_lh_kind` = 'batch') as app_id,
             max_by(s.`_lh_commit_message`, s.`_lh_kind` = 'batch') as commit_message,
             max_by(s.`_lh_commit_json`, s.`_lh_kind` = 'batch') as commit_json,
+            max_by(s.`_lh_schema_changes`, s.`_lh_kind` = 'batch') as recorded_schema_changes,
             max_by(s.`_lh_deleted_column`, s.`_lh_kind` = 'batch') as deleted_column,
             max_by(s.`_lh_sync`, s.`_lh_kind` = 'batch') as sync,
             max(s.`_lh_truncate_mode`) is not null as truncate,
@@ -443,6 +444,7 @@ def _staged_batches(spark: SparkSession, staged: str, first_key: str) -> list[Ba
             key_range=(r.key_lo, r.key_hi),
             deleted_column=r.deleted_column,
             sync=SyncOf.of(r.sync and r.sync.asDict(), r.author, r.app_id),
+            recorded_schema_changes=r.recorded_schema_changes,
         )
         for r in rows
     ]
@@ -597,6 +599,7 @@ def _apply_group(
             app_id=b.app_id,
             commit_message=b.commit_message,
             commit_json=b.commit_json,
+            schema_changes=b.recorded_schema_changes,
             started_at=started_at,
             rows_in=b.rows_in,
             versions_opened=changes.opened.get(i, 0),

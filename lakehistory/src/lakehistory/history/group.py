@@ -53,6 +53,7 @@ class Batch:
     key_range: tuple[Any, Any]
     deleted_column: str | None = None  # the column its manifest names as the deleted column
     sync: SyncOf | None = None  # the sync its manifest says it belongs to
+    recorded_schema_changes: str = "[]"  # its manifest's schema changes, as its transaction records them
 
     @property
     def rewrites(self) -> bool:

@@ -55,6 +55,7 @@ _ROW_SCHEMA = StructType(
         StructField("delta_version", LongType()),
         StructField("sync_id", StringType()),
         StructField("commit_json", StringType()),
+        StructField("schema_changes", StringType()),
     ]
 )
 
@@ -128,6 +129,9 @@ class Txn:
     operation: str = "batch"  # commits made before reverts existed carry no operation
     sync_id: str | None = None  # the sync whose id it shares with the sync's other tables
     commit_json: str | None = None  # the manifest's commit_json, as JSON text
+    # a batch's schema changes (landing.manifests.recorded_schema_changes); None: a commit made
+    # before they were recorded, or not a batch
+    schema_changes: str | None = None
 
 
 def commit_metadata(txns: Sequence[Txn]) -> str:
@@ -203,6 +207,7 @@ def record(spark: SparkSession, transactions: str, commits: Iterable[tuple[str, 
             c.version,
             t.sync_id,
             t.commit_json,
+            t.schema_changes,
         )
         for history, c in commits
         for t in c.txns
@@ -232,7 +237,8 @@ def record(spark: SparkSession, transactions: str, commits: Iterable[tuple[str, 
             0,
             delta_version,
             sync_id,
-            commit_json
+            commit_json,
+            schema_changes
         from `{NEW_TRANSACTIONS_VIEW}`
     """)
     insert_transactions(spark, transactions, new, min(r[0] for r in rows), rows)

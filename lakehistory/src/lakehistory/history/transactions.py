@@ -52,6 +52,7 @@ LAYOUT = (
     Field("delta_version", "bigint", True, "The Delta version of the history table this transaction committed"),
     Field("sync_id", "string", False, "The sync the transaction applied, a revert's reservation, or NULL"),
     Field("commit_json", "string", False, "Optional JSON of the batch manifest (seed 002's commit_json), as JSON text"),
+    Field("schema_changes", "string", False, "A batch's schema changes (op, column, type), as JSON text; [] for none"),
 )
 COLUMNS = tuple(field.name for field in LAYOUT)
 

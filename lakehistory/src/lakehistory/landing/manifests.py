@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +15,7 @@ from pyspark.sql.types import ArrayType, LongType, StringType, StructField, Stru
 from lakehistory.names import RESERVED, STAGING_PREFIX, collisions
 
 from .batch import Column
+from .folders import Folders
 from .spec import (
     FORMAT_VERSION,
     KINDS,
@@ -78,73 +78,65 @@ MANIFEST_SCHEMA = StructType(
 
 @dataclass(frozen=True)
 class Applied:
-    """What the transactions table says about a table: applied batch ids and the last sequence."""
+    """What the transactions table says about a table: applied batch ids, the last sequence, and
+    the schema changes of every applied batch, in batch order, as pseudo-manifests (batch id,
+    sequence, `schema_changes`: what with_migrations reads). `recorded_changes` is None when a
+    batch was recorded without them, by an earlier version of lakehistory: the table's landed
+    manifests, every one of them, then say what they were."""
 
     batch_ids: frozenset[str]
     last_sequence: int | None
+    recorded_changes: tuple[dict[str, Any], ...] | None = ()
 
 
-def read_manifests(spark: SparkSession, landing_root: str, table: str) -> list[dict[str, Any]]:
-    """Every batch folder of the table with its manifest (None where the manifest is missing).
-    Raises BatchError for a manifest that is not UTF-8 JSON of the declared layout."""
-    found = read_landed(spark, landing_root, [table])[table]
-    if isinstance(found, BatchError):
-        raise found
-    return found
+@dataclass(frozen=True)
+class Landed:
+    """A table's landed manifests that a run reads (its pending batches', or every batch's when
+    `applied.recorded_changes` is None) and what the transactions table says of its batches."""
+
+    manifests: list[dict[str, Any]]
+    applied: Applied
 
 
-# A table name that can stand in a Hadoop glob's {a,b} alternation as it is.
-_GLOB_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=-]*")
+def recorded_schema_changes(manifest: Mapping[str, Any]) -> str:
+    """A manifest's schema changes as its transaction records them (JSON text: each change's op,
+    column and type, in order; `[]` for none), so that later runs learn the table's columns from
+    the transactions table instead of reading every applied batch's manifest again."""
+    changes = manifest.get("schema_changes") or []
+    return json.dumps([{k: c.get(k) for k in ("op", "column", "type")} for c in changes], ensure_ascii=False)
 
 
 def read_landed(
-    spark: SparkSession, landing_root: str, tables: Sequence[str]
-) -> dict[str, list[dict[str, Any]] | BatchError]:
-    """`read_manifests` for each of `tables` under `landing_root`, in two Spark jobs for all of
-    them: one lists the batch folders' files, one reads their manifests. A table whose manifests
-    are bad gets its BatchError, which leaves the others readable."""
-    names = sorted(set(tables))
-    bulk = [t for t in names if _GLOB_SAFE.fullmatch(t)]
-    found: dict[str, list[dict[str, Any]] | BatchError] = {t: [] for t in names}
-    for group in ([bulk] if bulk else []) + [[t] for t in names if t not in bulk]:
-        found.update(_read_tables(spark, landing_root.rstrip("/"), group))
-    return found
-
-
-def _read_tables(spark: SparkSession, root: str, tables: list[str]) -> dict[str, list[dict[str, Any]] | BatchError]:
-    pattern = tables[0] if len(tables) == 1 else "{" + ",".join(tables) + "}"
-    try:
-        files = spark.read.format("binaryFile").load(f"{root}/{pattern}/*/*").select("path")
-        folders: dict[str, set[str]] = {}
-        for row in files.collect():
-            table, folder = row.path.rsplit("/", 3)[-3:-1]
-            folders.setdefault(table, set()).add(folder)
-    except Exception as exc:  # no folder for any of the tables yet: nothing to stage
-        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
-            return {t: [] for t in tables}
-        raise
-    manifests: dict[str, dict[str, dict[str, Any]]] = {t: {} for t in tables}
-    errors: dict[str, BatchError] = {}
-    if folders:
-        # The bytes, parsed here: Spark's JSON reader would turn a truncated file or a field of the
-        # wrong type into NULLs, and say nothing of where the text went wrong.
-        frame = spark.read.format("binaryFile").load(f"{root}/{pattern}/*/manifest.json").select("path", "content")
-        for row in frame.collect():  # one small document per landed batch
-            table, folder = row.path.rsplit("/", 3)[-3:-1]
-            if table in errors or table not in manifests:
-                continue
-            try:
-                manifests[table][folder] = parse_manifest(folder, bytes(row.content)) | {"_folder": f"{root}/{table}"}
-            except BatchError as exc:
-                errors[table] = exc
-    return {
-        table: errors.get(table)
-        or [
-            manifests[table].get(folder, {"_missing": True, "_folder_name": folder}) | {"_folder_name": folder}
-            for folder in sorted(folders.get(table, ()))
-        ]
-        for table in tables
+    spark: SparkSession, transactions: str | None, landing_root: str, tables: Iterable[str]
+) -> dict[str, Landed | BatchError]:
+    """For each of `tables` under `landing_root`: its Landed, the manifests parsed (not yet
+    checked: pending_manifests does that). A table whose manifests are bad gets its BatchError,
+    which leaves the others readable. One listing of each table's folder (folders.py), one
+    aggregate of the transactions table and one Spark job that reads the manifests, for all of
+    them; a landed batch already applied costs no request beyond its name in the listing."""
+    root = landing_root.rstrip("/")
+    folders = Folders(spark, root, tables)
+    applied = applied_batches_for(spark, transactions, folders.names)
+    wanted = {
+        table: [n for n in names if applied[table].recorded_changes is None or n not in applied[table].batch_ids]
+        for table, names in folders.names.items()
     }
+    read = folders.manifests(wanted)
+    found: dict[str, Landed | BatchError] = {}
+    for table in folders.tables:
+        manifests = []
+        try:
+            for name, content in sorted(read.get(table, {}).items()):
+                if isinstance(content, BatchError):
+                    raise content
+                if content is not None:  # None: a folder that holds no file
+                    where = {"_folder": f"{root}/{table}", "_folder_name": name}
+                    manifests.append(parse_manifest(name, content) | where)
+        except BatchError as exc:
+            found[table] = exc
+            continue
+        found[table] = Landed(manifests, applied[table])
+    return found
 
 
 def parse_manifest(folder: str, content: bytes) -> dict[str, Any]:
@@ -171,10 +163,6 @@ def parse_manifest(folder: str, content: bytes) -> dict[str, Any]:
 
 def _check_manifest(manifest: dict[str, Any], spec: TableSpec) -> None:
     folder = manifest["_folder_name"]
-    if manifest.get("_missing"):
-        raise batch_error(
-            folder, f"folder {spec.table}/{folder} has files but no manifest.json (incomplete or not a batch)"
-        )
     if not SAFE_NAME.match(folder):
         raise batch_error(folder, "a batch id may hold only letters, digits and _ . = -")
     for field in ("table", "batch_id", "sequence", "key", "null_string", "unmodified_string", "files"):
@@ -245,7 +233,7 @@ def with_migrations(spec: TableSpec, manifests: list[dict[str, Any]]) -> TableSp
     declared = {c.name: c for c in spec.columns}
     added: dict[str, Column] = {}
     migrated = set(spec.migrated)
-    for manifest in sorted((m for m in manifests if not m.get("_missing")), key=lambda m: m.get("sequence") or 0):
+    for manifest in sorted(manifests, key=lambda m: m.get("sequence") or 0):
         for index, change in enumerate(manifest.get("schema_changes") or [], start=1):
             _check_schema_change(manifest["_folder_name"], index, change, spec)
             name = change["column"]
@@ -311,23 +299,12 @@ def pending_manifests(manifests: list[dict[str, Any]], spec: TableSpec, applied:
     return pending
 
 
-def landed_ids(manifests: list[dict[str, Any]]) -> list[str]:
-    """The batch ids the landed manifests give (a folder without a manifest gives none)."""
-    return [m["batch_id"] for m in manifests if m.get("batch_id")]
-
-
-def applied_batches(spark: SparkSession, transactions: str | None, table: str, landed: Iterable[str]) -> Applied:
-    """What the transactions table (None or missing: nothing applied yet) says about the batches
-    `landed` of `table`: which of them were applied, and the table's last applied sequence."""
-    return applied_batches_for(spark, transactions, {table: landed})[table]
-
-
 def applied_batches_for(
     spark: SparkSession, transactions: str | None, landed: Mapping[str, Iterable[str]]
 ) -> dict[str, Applied]:
-    """`applied_batches` for every table of `landed` (table: its landed batch ids), in one
-    aggregate, whose answer is as large as the landing folders, however many batches the tables
-    have applied."""
+    """What the transactions table (None or missing: nothing applied yet) says of every table of
+    `landed` (table: its landed batch ids), in one aggregate, whose answer is as large as the
+    landing folders and the schema changes, however many batches the tables have applied."""
     if transactions is None or not spark.catalog.tableExists(transactions):
         return {table: Applied(frozenset(), None) for table in landed}
     recorded = spark.table(transactions)
@@ -337,13 +314,28 @@ def applied_batches_for(
     # Any table's landed ids: a table's answer may then hold an id that only another table landed,
     # which says nothing of its own pending batches (those it landed and that are not applied).
     ids = sorted({batch_id for table_ids in landed.values() for batch_id in table_ids})
+    changes = F.col("schema_changes") if "schema_changes" in recorded.columns else F.lit(None).cast("string")
     found = (
         applied.groupBy("source_table")
         .agg(
             F.collect_set(F.when(F.col("batch_id").isin(*ids), F.col("batch_id"))).alias("ids"),
             F.max("batch_sequence").alias("last"),
+            F.collect_list(
+                F.when(changes != "[]", F.struct(F.col("batch_sequence"), F.col("batch_id"), changes.alias("changes")))
+            ).alias("changes"),
+            F.bool_or(changes.isNull()).alias("unrecorded"),
         )
         .collect()  # a row per table
     )
-    answers = {row.source_table: Applied(frozenset(row.ids), row.last) for row in found}
+    answers = {row.source_table: Applied(frozenset(row.ids), row.last, _recorded(row)) for row in found}
     return {table: answers.get(table, Applied(frozenset(), None)) for table in landed}
+
+
+def _recorded(row: Any) -> tuple[dict[str, Any], ...] | None:
+    if row.unrecorded:
+        return None
+    return tuple(
+        {"_folder_name": c.batch_id, "batch_id": c.batch_id, "sequence": c.batch_sequence}
+        | {"schema_changes": json.loads(c.changes)}
+        for c in sorted(row.changes, key=lambda c: c.batch_sequence)
+    )

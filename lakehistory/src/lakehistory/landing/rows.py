@@ -25,6 +25,7 @@ from .files import (
     read_csv_files,
     read_parquet_file,
 )
+from .manifests import recorded_schema_changes
 from .spec import BATCH_META, INTEGER_TYPES, STAGING_TYPES, TableSpec, batch_error, first_line
 
 
@@ -209,6 +210,7 @@ def stage_rows(spark: SparkSession, spec: TableSpec, pending: list[dict[str, Any
         "_lh_app_id",
         "_lh_commit_message",
         F.lit(None).cast("string").alias("_lh_commit_json"),
+        F.lit(None).cast("string").alias("_lh_schema_changes"),
         F.lit(None).cast(STAGING_TYPES["_lh_sync"]).alias("_lh_sync"),
         F.lit(None).cast("string").alias("_lh_truncate_mode"),
         F.lit(None).cast("timestamp").alias("_lh_truncate_before"),
@@ -308,6 +310,7 @@ def batch_markers(spark: SparkSession, spec: TableSpec, pending: list[dict[str, 
             "_lh_app_id": m.get("app_id"),
             "_lh_commit_message": m.get("commit_message"),
             "_lh_commit_json": m.get("commit_json"),
+            "_lh_schema_changes": recorded_schema_changes(m),
             "_lh_sync": m.get("sync"),
             "_lh_truncate_mode": (m.get("truncate") or {}).get("mode"),
             "_lh_file": "manifest.json",

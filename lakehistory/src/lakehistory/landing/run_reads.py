@@ -5,8 +5,9 @@ questions: which batches are landed (the manifests) and which of them the transa
 records as applied. Asked per model, that is two listings of the landing and one read of the
 transactions table per model, and each of those reads rebuilds the transactions table's Delta
 state, which every model's commit changes. Here the first staging of an invocation answers both
-for every landed table the invocation selected, in one listing per landing root and one aggregate
-of the transactions table; each model's staging then takes its table's answer.
+for every landed table the invocation selected, in one listing of each table's folder, one aggregate
+of the transactions table and one read of the pending batches' manifests (manifests.read_landed);
+each model's staging then takes its table's answer.
 
 An answer is taken once: a second staging of the same table in the same invocation (after its
 model applied, say) reads again. A batch recorded after the answer was read by a recovery of this
@@ -18,23 +19,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .manifests import Applied, applied_batches_for, landed_ids, read_landed
+from .manifests import Landed, read_landed
 from .spec import BatchError
 from .syncs import SyncOf, gather
-
-
-@dataclass(frozen=True)
-class Landed:
-    """A table's landed manifests and what the transactions table says of them."""
-
-    manifests: list[dict[str, Any]]
-    applied: Applied
-
 
 _lock = threading.Lock()
 # (invocation id, transactions table) -> (landing root, table) -> its answer, or its manifests' error.
@@ -87,23 +77,14 @@ def pending_syncs(invocation_id: str, transactions: str | None) -> dict[str, Syn
 def _read(
     spark: SparkSession, transactions: str | None, tables: set[tuple[str, str]]
 ) -> tuple[dict[tuple[str, str], Landed | BatchError], dict[str, SyncOf]]:
-    manifests: dict[tuple[str, str], list[dict[str, Any]] | BatchError] = {}
+    answers: dict[tuple[str, str], Landed | BatchError] = {}
     for root in sorted({root for root, _ in tables}):
-        for name, found in read_landed(spark, root, [name for r, name in tables if r == root]).items():
-            manifests[(root, name)] = found
-    ids: dict[str, list[str]] = {}
-    for (_, name), found in manifests.items():
-        ids.setdefault(name, []).extend([] if isinstance(found, BatchError) else landed_ids(found))
-    applied = applied_batches_for(spark, transactions, ids)
+        for name, found in read_landed(spark, transactions, root, [n for r, n in tables if r == root]).items():
+            answers[(root, name)] = found
     pending = {
-        name: [m for m in found if m.get("batch_id") and m["batch_id"] not in applied[name].batch_ids]
-        for (_, name), found in manifests.items()
+        name: [m for m in found.manifests if m.get("batch_id") not in found.applied.batch_ids]
+        for (_, name), found in answers.items()
         if not isinstance(found, BatchError)
     }
     syncs, contradictions = gather(pending)
-    answers = {
-        (root, name): contradictions.get(name)
-        or (found if isinstance(found, BatchError) else Landed(found, applied[name]))
-        for (root, name), found in manifests.items()
-    }
-    return answers, syncs
+    return {key: contradictions.get(key[1]) or found for key, found in answers.items()}, syncs

@@ -32,6 +32,7 @@ BATCH_META = (
     "_lh_app_id",
     "_lh_commit_message",
     "_lh_commit_json",
+    "_lh_schema_changes",
     "_lh_sync",
     "_lh_truncate_mode",
     "_lh_truncate_before",
@@ -53,6 +54,7 @@ STAGING_TYPES = {
     "_lh_app_id": "string",
     "_lh_commit_message": "string",
     "_lh_commit_json": "string",  # on a batch's marker and schema rows, like `_lh_sync`
+    "_lh_schema_changes": "string",  # the same: the manifest's schema changes, as its transaction records them
     "_lh_sync": "struct<id:string,sequence:bigint,tables:array<string>>",  # on a batch's marker and schema rows
     "_lh_truncate_mode": "string",
     "_lh_truncate_before": "timestamp",

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from lakehistory.names import NOT_NULL_METADATA
 
 from . import run_reads
-from .manifests import applied_batches, landed_ids, pending_manifests, read_manifests, with_migrations
+from .manifests import Landed, pending_manifests, read_landed, with_migrations
 from .rows import batch_markers, schema_change_rows, stage_rows
 from .spec import BatchError, TableSpec, first_line, spec_columns
 from .validation import validate
@@ -59,17 +59,17 @@ def stage_pending_batches(
     landing_root: str,
     spec: TableSpec,
     transactions: str | None = None,
-    landed: run_reads.Landed | None = None,
+    landed: Landed | BatchError | None = None,
 ) -> DataFrame:
     """The typed, validated rows of every batch of `spec.table` not yet applied, in batch order.
     `_lh_ordinal` numbers the pending batches 1, 2, ... in the order they must be applied.
     `landed`: the table's manifests and applied batches, when the run has read them already."""
     if landed is None:
-        manifests = read_manifests(spark, landing_root, spec.table)
-        applied = applied_batches(spark, transactions, spec.table, landed_ids(manifests))
-    else:
-        manifests, applied = landed.manifests, landed.applied
-    spec = with_migrations(spec, manifests)  # also checks every schema change
+        landed = read_landed(spark, transactions, landing_root, [spec.table])[spec.table]
+    if isinstance(landed, BatchError):
+        raise landed
+    manifests, applied = landed.manifests, landed.applied
+    spec = with_migrations(spec, [*(applied.recorded_changes or ()), *manifests])  # also checks every schema change
     pending = pending_manifests(manifests, spec, applied)
     if not pending:
         return _marked_not_null(spark.createDataFrame([], spec.staged_schema()), spec)
