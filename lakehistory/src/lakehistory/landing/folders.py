@@ -54,15 +54,21 @@ class Folders:
         """For each table of `wanted`, each wanted folder: its manifest's bytes; None for a folder
         that holds no file (nothing landed there, or a batch whose files were removed); a
         BatchError for one that holds files but no manifest (incomplete, or not a batch) or whose
-        name no batch can have. One Spark job reads them all."""
+        name no batch can have. One Spark job reads them all (and one more for each table whose
+        name holds a character a glob reads as its own)."""
         wanted = {t: sorted(set(names)) for t, names in wanted.items() if names}
         # A batch id is a plain name (spec.SAFE_NAME), which a glob reads as it is.
         safe = {t: [n for n in names if SAFE_NAME.match(n)] for t, names in sorted(wanted.items())}
-        parts = [f"{_escaped(t)}/{{{','.join(names)}}}" for t, names in safe.items() if names]
+        parts = {t: f"{_escaped(t)}/{{{','.join(names)}}}" for t, names in safe.items() if names}
+        # Hadoop expands a glob's {a/..,b/..} before it reads escapes: a table whose name needs
+        # one is read in a pattern of its own.
+        plain = [part for t, part in parts.items() if _escaped(t) == t]
+        patterns = ([_alternatives(plain)] if plain else []) + [part for t, part in parts.items() if _escaped(t) != t]
         found: dict[str, dict[str, bytes | BatchError | None]] = {t: {} for t in wanted}
-        for table, folder, content in self._files(_alternatives(parts), MANIFEST, content=True) if parts else ():
-            if folder in wanted.get(table, ()):
-                found[table][folder] = content
+        for pattern in patterns:
+            for table, folder, content in self._files(pattern, MANIFEST, content=True):
+                if folder in wanted.get(table, ()):
+                    found[table][folder] = content
         for table, names in wanted.items():
             for name in names:
                 if name in found[table]:

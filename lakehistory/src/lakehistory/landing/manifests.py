@@ -235,7 +235,8 @@ def with_migrations(spec: TableSpec, manifests: list[dict[str, Any]]) -> TableSp
     migrated = set(spec.migrated)
     for manifest in sorted(manifests, key=lambda m: m.get("sequence") or 0):
         for index, change in enumerate(manifest.get("schema_changes") or [], start=1):
-            _check_schema_change(manifest["_folder_name"], index, change, spec)
+            if not manifest.get("_recorded"):  # a recorded change was checked when its batch was staged
+                _check_schema_change(manifest["_folder_name"], index, change, spec)
             name = change["column"]
             migrated.add(name)
             if change["op"] != "add_column":
@@ -335,7 +336,7 @@ def _recorded(row: Any) -> tuple[dict[str, Any], ...] | None:
     if row.unrecorded:
         return None
     return tuple(
-        {"_folder_name": c.batch_id, "batch_id": c.batch_id, "sequence": c.batch_sequence}
+        {"_folder_name": c.batch_id, "batch_id": c.batch_id, "sequence": c.batch_sequence, "_recorded": True}
         | {"schema_changes": json.loads(c.changes)}
         for c in sorted(row.changes, key=lambda c: c.batch_sequence)
     )
