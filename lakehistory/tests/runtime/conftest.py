@@ -11,11 +11,13 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from object_store import BUCKETS, LANDING_BUCKET, WAREHOUSE, Store, StoreLanding, seaweedfs
-from standalone import Cluster, free_port, standalone_cluster
+from object_store import BUCKETS, LANDING_BUCKET, WAREHOUSE, StoreLanding
+from standalone import Cluster, standalone_cluster
 
 from harness import JVM_FOR_SHORT_QUERIES
 from lakehistory.runtime import connect_server
+from lakehistory_tools.object_store import Store, seaweedfs
+from lakehistory_tools.processes import free_port
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -18,16 +16,12 @@ from pathlib import Path
 
 import pyspark
 
+from lakehistory_tools.processes import free_port, stop, wait_until
+
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 FINISHED_TASK = re.compile(r"Executor: Finished task ")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -55,28 +49,7 @@ def _spark_class(name: str, args: list[str], log: Path, stack: ExitStack) -> Non
         process = subprocess.Popen(  # noqa: S603 - Spark's own launcher from the pinned pyspark
             [str(SPARK_HOME / "bin" / "spark-class"), name, *args], stdout=out, stderr=subprocess.STDOUT, env=env
         )
-    stack.callback(_stop, process)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-def _wait(what: str, ready, log: Path, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if ready():
-                return
-        except OSError:
-            pass  # not listening yet
-        time.sleep(1)
-    raise RuntimeError(f"{what} not ready within {seconds:.0f} s; see {log}")
+    stack.callback(stop, process)
 
 
 @contextmanager
@@ -95,11 +68,11 @@ def standalone_cluster(folder: Path, workers: int = 2, cores: int = 1, memory: s
         _spark_class(
             MASTER_CLASS, ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)], master_log, stack
         )
-        _wait("the standalone master", lambda: cluster.alive_workers() >= 0, master_log)
+        wait_until("the standalone master", lambda: cluster.alive_workers() >= 0, master_log)
         for work in cluster.work_dirs:
             work.mkdir()
             args = ["--host", "127.0.0.1", "--cores", str(cores), "--memory", memory, "--work-dir", str(work)]
             args += ["--webui-port", str(free_port()), cluster.url]
             _spark_class(WORKER_CLASS, args, work / "worker.log", stack)
-        _wait(f"{workers} workers", lambda: cluster.alive_workers() == workers, master_log)
+        wait_until(f"{workers} workers", lambda: cluster.alive_workers() == workers, master_log)
         yield cluster

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 from embedded_reference import comparable, stored_relations
-from object_store import WAREHOUSE, Store, StoreLanding
+from object_store import WAREHOUSE, StoreLanding
 from standalone import Cluster
 
 from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
 from lakehistory_tools.generator import GeneratorConfig, generate
+from lakehistory_tools.object_store import Store
 
 pytestmark = pytest.mark.connect
 
