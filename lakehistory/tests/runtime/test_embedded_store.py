@@ -1,0 +1,54 @@
+"""The embedded target (`--target local`) with its warehouse and its landing on the object store:
+the same tables, row for row, as the same build on a local disk, every one of them in the bucket."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
+from lakehistory_tools.bench import sync
+from lakehistory_tools.object_store import Store
+
+BUILD_SCRIPT = Path(__file__).with_name("store_build.py")
+WAREHOUSE = "s3a://lakehouse/embedded"
+
+pytestmark = pytest.mark.connect  # beside the store the Connect tests start (runtime/conftest.py)
+
+
+def build(folder: Path, store: Store | None) -> tuple[str, dict, dict]:
+    """The build in a process of its own (one embedded session a process): its schema, tables
+    and their locations."""
+    project = DbtProject(copy_project(folder / "project"), unique_schema("on_store" if store else "on_disk"))
+    sync.write_project(project.project_dir, 2)
+    _, env = project.process()
+    env |= {"LAKEHISTORY_LAKEHOUSE": str(folder / "lakehouse"), "LAKEHISTORY_DRIVER_MEMORY": "2g"}
+    env.pop("SPARK_REMOTE", None)  # PySpark would make its session a client of the Connect server
+    if store is not None:
+        env |= store.profile_env() | {"LAKEHISTORY_WAREHOUSE": WAREHOUSE}
+        env["LAKEHISTORY_LANDING"] = f"s3a://landing/{project.schema}"
+    out, log = folder / "tables.pickle", folder / "build.log"
+    args = [str(project.project_dir), str(PROFILES_DIR), str(project.landing), str(out)]
+    with log.open("w") as said:
+        done = subprocess.run(  # noqa: S603 - this venv's Python on this test's project
+            [sys.executable, str(BUILD_SCRIPT), *args], stdout=said, stderr=said, env=env, check=False
+        )
+    assert done.returncode == 0, log.read_text()[-8000:]
+    tables, locations = pickle.loads(out.read_bytes())  # noqa: S301 - this test's own file
+    return project.schema, tables, locations
+
+
+def test_the_embedded_target_builds_on_the_store_as_on_a_local_disk(tmp_path: Path, object_store: Store) -> None:
+    _, on_disk, _ = build(tmp_path / "disk", None)
+    schema, on_store, locations = build(tmp_path / "store", object_store)
+    assert set(on_store) == set(on_disk) >= {"sync_s001", "sync_s002", "lakehistory_transactions"}
+    for table, rows in on_disk.items():
+        assert on_store[table] == rows, f"{table} differs on the store"
+    assert sum(on_disk["lakehistory_transactions"].values()) == 8, "four batches of each table"
+    for table, location in locations.items():
+        assert location == f"{WAREHOUSE}/{schema}.db/{table}", table
+        assert any(k.startswith(f"embedded/{schema}.db/{table}/_delta_log/") for k in object_store.keys(location))
