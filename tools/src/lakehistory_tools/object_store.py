@@ -113,12 +113,12 @@ def seaweedfs(folder: Path, buckets: tuple[str, ...]) -> Iterator[Store]:
         for part in ("master", "volume", "filer", "s3", "admin")
         for kind in ("port", "port.grpc")
     }
-    ports["-s3.metricsPort"] = free_port()
+    ports["-metricsPort"] = free_port()
     command = [weed(), "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
     command += ["-master.telemetry=false", "-admin.ui=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0"]
     command += [f"-s3.config={config}"]
     command += [f"-bucket={','.join(buckets)}", *(f"{flag}={port}" for flag, port in ports.items())]
-    metrics = f"http://127.0.0.1:{ports['-s3.metricsPort']}/metrics"
+    metrics = f"http://127.0.0.1:{ports['-metricsPort']}/metrics"
     store = Store(f"http://127.0.0.1:{ports['-s3.port']}", access_key, secret_key, metrics)
     log = folder / "weed.log"
     with log.open("ab") as out:
