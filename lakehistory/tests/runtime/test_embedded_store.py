@@ -47,7 +47,8 @@ def test_the_embedded_target_builds_on_the_store_as_on_a_local_disk(tmp_path: Pa
     schema, on_store, locations = build(tmp_path / "store", object_store)
     assert set(on_store) == set(on_disk) >= {"sync_s001", "sync_s002", "lakehistory_transactions"}
     for table, rows in on_disk.items():
-        assert on_store[table] == rows, f"{table} differs on the store"
+        if table != "lakehistory_transactions_writer":  # the writer lock: its last holder and lease
+            assert on_store[table] == rows, f"{table} differs on the store"
     assert sum(on_disk["lakehistory_transactions"].values()) == 8, "four batches of each table"
     for table, location in locations.items():
         assert location == f"{WAREHOUSE}/{schema}.db/{table}", table
