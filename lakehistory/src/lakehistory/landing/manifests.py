@@ -130,6 +130,8 @@ def read_landed(
                 if isinstance(content, BatchError):
                     raise content
                 if content is not None:  # None: a folder that holds no file
+                    # The bytes, parsed here: Spark's JSON reader would turn a truncated file or a
+                    # field of the wrong type into NULLs, and say nothing of where the text went wrong.
                     where = {"_folder": f"{root}/{table}", "_folder_name": name}
                     manifests.append(parse_manifest(name, content) | where)
         except BatchError as exc:
