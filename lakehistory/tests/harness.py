@@ -151,7 +151,7 @@ def transaction_rows(*ids: int, history: str = "fenced", sync: str | None = None
     sync_id = "null" if sync is None else f"'{sync}'"
     return " union all ".join(
         f"select {int(i)}, 'uuid', 'batch', null, '{history}', null, null, null, null, null,"
-        f" current_timestamp(), current_timestamp(), 0, 0, 0, 0, 0, 0, {sync_id}, null"
+        f" current_timestamp(), current_timestamp(), 0, 0, 0, 0, 0, 0, {sync_id}, null, null"
         for i in ids
     )
 

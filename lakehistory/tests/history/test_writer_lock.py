@@ -138,7 +138,7 @@ def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in
     def row(txn_id: str, operation: str, started_at: str, delta_version: str) -> str:
         return (
             f"select {txn_id}, 'uuid', '{operation}', null, 'threads_changed', null, null, null, null, null,"
-            f" {started_at}, current_timestamp(), 0, 0, 0, 0, 0, {delta_version}, null, null"
+            f" {started_at}, current_timestamp(), 0, 0, 0, 0, 0, {delta_version}, null, null, null"
         )
 
     record = row(SESSION_TXN_ID, "cleanup", SESSION_STARTED_AT, SESSION_DELTA_VERSION)
