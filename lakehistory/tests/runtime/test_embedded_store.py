@@ -27,7 +27,10 @@ def build(folder: Path, store: Store | None) -> tuple[str, dict, dict]:
     sync.write_project(project.project_dir, 2)
     _, env = project.process()
     env |= {"LAKEHISTORY_LAKEHOUSE": str(folder / "lakehouse"), "LAKEHISTORY_DRIVER_MEMORY": "2g"}
-    env.pop("SPARK_REMOTE", None)  # PySpark would make its session a client of the Connect server
+    # PySpark would make its session a client of the Connect server: it is told so by the URL, and
+    # by the flag it sets in this process once this process has made a Connect session.
+    for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
+        env.pop(name, None)
     if store is not None:
         env |= store.profile_env() | {"LAKEHISTORY_WAREHOUSE": WAREHOUSE}
         env["LAKEHISTORY_LANDING"] = f"s3a://landing/{project.schema}"
