@@ -236,7 +236,8 @@ def fill_history(spark: SparkSession, schema: str, rows: int) -> None:
             0 as rows_purged,
             {int(delta_version)} as delta_version,
             null as sync_id,
-            null as commit_json
+            null as commit_json,
+            '[]' as schema_changes
         from range({first}, {max(SYNTHETIC_TRANSACTIONS) + 1})
         cross join (select * from {transactions} where txn_id = 1) as t
     """)
