@@ -1,7 +1,8 @@
 {#-
   Custom incremental strategy `insert_new`: insert the rows whose unique key the table does not
   have yet; rows of known keys are left as they are. It shows the contract of the sparksession
-  adapter's materialization: a custom strategy also owns the first build (existing_relation is none).
+  adapter's materialization: a custom strategy also owns the first build (existing_relation is none)
+  and the full refresh (full_refresh is true, the table still there), which here rebuilds it.
 -#}
 {% macro get_incremental_insert_new_sql(arg_dict) %}
   {%- set target = arg_dict['target_relation'] -%}
@@ -12,8 +13,8 @@
   {%- endif -%}
   {%- set keys = [unique_key] if unique_key is string else unique_key -%}
 
-  {%- if arg_dict['existing_relation'] is none -%}
-    create table {{ target }} using delta as select * from {{ source }}
+  {%- if arg_dict['existing_relation'] is none or arg_dict['full_refresh'] -%}
+    create or replace table {{ target }} using delta as select * from {{ source }}
   {%- else -%}
     merge into {{ target }} as dest
     using {{ source }} as src

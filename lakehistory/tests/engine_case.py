@@ -74,7 +74,8 @@ class Engine:
             [(c.name, c.type) for c in columns],
             self.transactions,
             invocation_id,
-            [(str(self.project.landing), t) for t in run_tables],
+            [(str(self.project.landing), t, self.target(t)) for t in run_tables],
+            history=self.target(table),
         )
 
     def apply_staged(

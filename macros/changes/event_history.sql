@@ -29,6 +29,7 @@
 {% endmacro %}
 
 {% macro default__event_history(history) %}
+  {%- do lakehistory._refuse_full_refresh('an event history') -%}
   {%- if not execute or load_relation(history) is none -%}
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}
@@ -75,6 +76,7 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
 {% endmacro %}
 
 {% macro default__core_history(tables) %}
+  {%- do lakehistory._refuse_full_refresh('the record of which tables each transaction touched') -%}
   {%- set parts = [] -%}
   {%- for name, events in tables.items() -%}
     {%- set after = 0 -%}

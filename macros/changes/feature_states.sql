@@ -43,6 +43,7 @@
 {% endmacro %}
 
 {% macro default__feature_states(history) %}
+  {%- do lakehistory._refuse_full_refresh('a table of feature states') -%}
   {%- if not execute or load_relation(history) is none -%}
     {{ return(lakehistory._not_built_yet(history)) }}
   {%- endif -%}

@@ -27,6 +27,8 @@
   {%- if not keys -%}
     {{ exceptions.raise_compiler_error("fivetran_history: set unique_key to the source key column(s) in " ~ model.name ~ "'s config.") }}
   {%- endif -%}
+  {%- do lakehistory._refuse_full_refresh('a history table', arg_dict['target_relation'],
+      arg_dict.get('full_refresh', false) and arg_dict['existing_relation'] is not none) -%}
   {%- set outcome = lakehistory._engine('apply_pending', {
       'target': arg_dict['target_relation'] | string,
       'staged': arg_dict['temp_relation'] | string,

@@ -34,7 +34,7 @@
 {% macro _history_relations() %}
   {%- set relations = [] -%}
   {%- for node in lakehistory.history_nodes() -%}
-    {%- do relations.append(api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) | string) -%}
+    {%- do relations.append(lakehistory._relation_of(node)) -%}
   {%- endfor -%}
   {{ return(relations) }}
 {% endmacro %}

@@ -32,6 +32,26 @@
 {% endmacro %}
 
 
+{#- Refuses `--full-refresh` of a table the product keeps history in (`what` says which kind), before
+    anything is dropped: a rebuild would lose what no landing gives back. Nothing happens on a
+    first build, on a build without `--full-refresh`, or for a model that sets `full_refresh=false`. -#}
+{% macro _refuse_full_refresh(what, relation=this, asked=none) %}
+  {%- set asked = should_full_refresh() if asked is none else asked -%}
+  {%- if lakehistory._builds() and asked and load_relation(relation) is not none -%}
+    {{ exceptions.raise_compiler_error(lakehistory._full_refresh_message(what, relation)) }}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro _full_refresh_message(what, relation) %}
+  {{- return(model.name ~ ": --full-refresh would drop " ~ relation ~ ", " ~ what ~ ", and lose history no"
+      ~ " rebuild gives back; lakehistory refuses, and nothing was changed. Run it without --full-refresh (it"
+      ~ " applies what is pending), or set full_refresh=false in its config to leave it out of a"
+      ~ " project-wide --full-refresh. To correct its history, revert or undo (docs/time-travel.md). To start"
+      ~ " a new history on purpose, give the model a new alias: it builds from the start, and this table"
+      ~ " stays until you drop it.") -}}
+{% endmacro %}
+
+
 {#- A SQL string literal holding `text` (a column or table name, never a data value): quotes and
     backslashes escaped, so a name like it's stays one literal. -#}
 {% macro _text(text) %}

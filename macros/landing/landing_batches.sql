@@ -29,7 +29,8 @@
     {{ return('(select 1 as not_executed)') }}
   {%- endif -%}
   {%- set landed = lakehistory._landed_table(source_name, table_name) -%}
-  {%- set view = '__lakehistory_pending__' ~ source_name ~ '__' ~ table_name -%}
+  {%- set history = lakehistory._history_consumer(model, source_name, table_name) -%}
+  {%- set view = '__lakehistory_pending__' ~ source_name ~ '__' ~ table_name ~ ('__' ~ history.alias if history else '') -%}
   {%- if not lakehistory._builds() -%}
     {{ return(adapter.quote(view)) }}
   {%- endif -%}
@@ -42,6 +43,7 @@
       'run_tables': [] if lakehistory._engine('landing_read_for_run') else lakehistory._run_landed_tables(),
       'app_id_required': lakehistory._feeds_feature_states(model.unique_id),
       'not_null': landed.not_null,
+      'history_table': lakehistory._relation_of(history) if history else none,
   }) -%}
   {{ return(adapter.quote(view)) }}
 {% endmacro %}
@@ -60,30 +62,87 @@
 {% endmacro %}
 
 
-{#- The landed tables this invocation stages, as [landing_root, table] pairs: the lakehistory
-    sources of its selected nodes, read from directly or through an ephemeral model. The first
-    staging of a run reads them all at once (lakehistory.landing.run_reads). -#}
+{#- The landed tables this invocation stages, as [landing_root, table, history table] triples: the
+    lakehistory sources of its selected nodes, read from directly or through ephemeral models, with
+    the history table of a selected history model ('' for another node). The first staging of a
+    run reads them all at once (lakehistory.landing.run_reads). -#}
 {% macro _run_landed_tables() %}
-  {%- set wanted = [] -%}
-  {%- for unique_id in (selected_resources or []) -%}
-    {%- for parent_id in (graph.nodes.get(unique_id) or {}).get('depends_on', {}).get('nodes', []) -%}
-      {%- do wanted.append(parent_id) -%}
-      {%- set parent = graph.nodes.get(parent_id) -%}
-      {%- if parent and parent.config.materialized == 'ephemeral' -%}
-        {%- do wanted.extend(parent.depends_on.nodes) -%}
-      {%- endif -%}
-    {%- endfor -%}
-  {%- endfor -%}
   {%- set tables = [] -%}
-  {%- for source_id in wanted | unique -%}
-    {%- set node = graph.sources.get(source_id) -%}
-    {%- set root = node and ((node.meta or {}).get('lakehistory', {}).get('landing_root')
-                             or (node.source_meta or {}).get('lakehistory', {}).get('landing_root')) -%}
-    {%- if root and (node.meta or {}).get('lakehistory', {}).get('key') -%}
-      {%- do tables.append([root, node.name]) -%}
+  {%- for unique_id in (selected_resources or []) -%}
+    {%- set node = graph.nodes.get(unique_id) -%}
+    {%- if node -%}
+      {%- set history = lakehistory._relation_of(node) if lakehistory._is_history_node(node) else '' -%}
+      {%- for source_id in lakehistory._upstream_through_ephemerals(node) -%}
+        {%- set source = graph.sources.get(source_id) -%}
+        {%- set root = source and ((source.meta or {}).get('lakehistory', {}).get('landing_root')
+                                   or (source.source_meta or {}).get('lakehistory', {}).get('landing_root')) -%}
+        {%- if root and (source.meta or {}).get('lakehistory', {}).get('key') and [root, source.name, history] not in tables -%}
+          {%- do tables.append([root, source.name, history]) -%}
+        {%- endif -%}
+      {%- endfor -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(tables) }}
+{% endmacro %}
+
+
+{#- What `node` reads: its parents, and the parents of every ephemeral model among them, however
+    deep (an ephemeral model is compiled into its reader). -#}
+{% macro _upstream_through_ephemerals(node) %}
+  {%- set found = [] -%}
+  {%- set frontier = [node] -%}
+  {%- for _ in range(10) -%}
+    {%- set next = [] -%}
+    {%- for current in frontier -%}
+      {%- for parent_id in (current.get('depends_on') or {}).get('nodes', []) -%}
+        {%- if parent_id not in found -%}
+          {%- do found.append(parent_id) -%}
+          {%- set parent = graph.nodes.get(parent_id) -%}
+          {%- if parent and parent.config.materialized == 'ephemeral' -%}
+            {%- do next.append(parent) -%}
+          {%- endif -%}
+        {%- endif -%}
+      {%- endfor -%}
+    {%- endfor -%}
+    {%- set frontier = next -%}
+  {%- endfor -%}
+  {{ return(found) }}
+{% endmacro %}
+
+
+{#- The history model a staging of source_name.table_name in `node` feeds: `node` itself, or the
+    one history model that reads `node`, an ephemeral model, directly or through others; none when
+    no history model reads it. dbt compiles an ephemeral model once per invocation, so one that
+    two history models read would stage one set of batches for both: refused. -#}
+{% macro _history_consumer(node, source_name, table_name) %}
+  {%- if lakehistory._is_history_node(node) -%}
+    {{ return(node) }}
+  {%- endif -%}
+  {%- set readers = [] -%}
+  {%- for candidate in lakehistory.history_nodes() -%}
+    {%- if node.unique_id in lakehistory._upstream_through_ephemerals(candidate) -%}
+      {%- do readers.append(candidate) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if readers | length > 1 -%}
+    {{ exceptions.raise_compiler_error(
+        node.name ~ " stages the batches of " ~ source_name ~ "." ~ table_name ~ " for the history models "
+        ~ (readers | map(attribute='name') | join(', ')) ~ ", but dbt compiles an ephemeral model once a run,"
+        ~ " so they would share one set of pending batches, and each history table has its own: select from"
+        ~ " lakehistory.landing_batches in each history model, or give each its own staging model.") }}
+  {%- endif -%}
+  {{ return(readers[0] if readers else none) }}
+{% endmacro %}
+
+
+{% macro _is_history_node(node) %}
+  {{ return(node.resource_type == 'model' and node.config.get('incremental_strategy') == 'fivetran_history') }}
+{% endmacro %}
+
+
+{#- A node's relation as the engine names it (the history merge's target, the transactions' history_table). -#}
+{% macro _relation_of(node) %}
+  {{ return(api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias) | string) }}
 {% endmacro %}
 
 

@@ -96,10 +96,12 @@ def stage_batches(
     run_tables: Sequence[Sequence[str]],
     app_id_required: bool,
     not_null: Sequence[str],
+    history_table: str | None = None,
 ) -> None:
     """A landed table's pending batches, read, validated and typed, as the temp view `view`.
     `app_id_required`: feature states are built from the history table. `not_null`: the columns
-    the source declares NOT NULL."""
+    the source declares NOT NULL. `history_table`: the history table they are staged for (None:
+    the staging feeds no history model), whose own record says which batches are applied."""
     ctx = Context.of(context)
     staging.register_pending_batches(
         spark,
@@ -113,6 +115,7 @@ def stage_batches(
         run_tables,
         app_id_required,
         not_null,
+        history_table or None,
     )
 
 

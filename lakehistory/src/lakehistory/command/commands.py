@@ -117,7 +117,8 @@ class Inspector:
             if t["kind"] == "snapshot":
                 captured = captured_day(self.spark, self.transactions, t["relation"])
                 return sum(1 for day, _ in extract_days(self.spark, root, source) if captured is None or day > captured)
-            landed = read_landed(self.spark, self.transactions, root, [source])[source]
+            stream = (source, t["relation"])  # what this history table applied, not another's
+            landed = read_landed(self.spark, self.transactions, root, [stream])[stream]
             if isinstance(landed, BatchError):
                 raise landed
             return sum(1 for m in landed.manifests if m.get("batch_id") not in landed.applied.batch_ids)

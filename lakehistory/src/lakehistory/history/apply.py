@@ -68,9 +68,11 @@ __all__ = ["HistoryError", "apply_pending", "record_commits", "recover", "run_tr
 # hand between two invocations of one process).
 _recovered_invocations: set[str] = set()
 # Per (invocation, transactions table): the batches this process's recoveries recorded, as
-# (source table, batch id). A model may have staged one of them from what the invocation read at
-# its start (landing.run_reads), before another model's recovery recorded it: it is not applied.
-_recovered_batches: dict[tuple[str, str], set[tuple[str | None, str | None]]] = {}
+# (history table, source table, batch id). A model may have staged one of them from what the
+# invocation read at its start (landing.run_reads), before another model's recovery recorded it:
+# it is not applied.
+Recovered = set[tuple[str, str | None, str | None]]
+_recovered_batches: dict[tuple[str, str], Recovered] = {}
 # Per (invocation, transactions table): what the transactions table held for every history table
 # when the invocation's first idle check read it (see _recorded_at_start).
 _recorded_at: dict[tuple[str, str], dict[str, ledger.Recorded]] = {}
@@ -143,7 +145,10 @@ def apply_pending(
             try:
                 state, recovered = recover(own, transactions, target, history_tables, invocation_id, uuid_sql)
                 _reached("recovered")
-                pending = _pending(staged_batches, recovered | _recovered_batches[(invocation_id, transactions)])
+                if not exists and state.history_last_id:
+                    raise HistoryError(_dropped_message(target, state))
+                recovered |= _recovered_batches[(invocation_id, transactions)]
+                pending = _not_applied_meanwhile(target, _pending(target, staged_batches, recovered), state)
                 refused = _unconfigured_deleted_column(pending, layout)
                 applicable = pending[: pending.index(refused)] if refused else pending
                 plan, state = _transactions_of(own, transactions, target, applicable, state, invocation_id)
@@ -349,23 +354,24 @@ def recover(
     history_tables: Sequence[str],
     invocation_id: str,
     uuid_sql: str,
-) -> tuple[ledger.Recorded, set[tuple[str | None, str | None]]]:
+) -> tuple[ledger.Recorded, Recovered]:
     """Record unrecorded commits: of `target` and of the other tables (`_recover_others`).
     Returns the transactions table's state for `target` (checked last, so that its last id counts
-    every other table's) and the batches just recorded, as (source table, batch id)."""
+    every other table's) and the batches just recorded, as (history table, source table, batch id)."""
     recovered, state = _recover_others(spark, transactions, {target}, history_tables, invocation_id, uuid_sql, target)
     lock.unrecorded.discard(target)
     state, txns = ledger.recover(spark, transactions, target, uuid_sql, state)
-    _note_recovered(invocation_id, transactions, txns)
-    return state, {(t.source_table, t.batch_id) for t in recovered + txns}
+    mine = [(target, t) for t in txns]
+    _note_recovered(invocation_id, transactions, mine)
+    return state, {(table, t.source_table, t.batch_id) for table, t in recovered + mine}
 
 
-def _note_recovered(invocation_id: str, transactions: str, txns: list[ledger.Txn]) -> None:
+def _note_recovered(invocation_id: str, transactions: str, txns: list[tuple[str, ledger.Txn]]) -> None:
     key = (invocation_id, transactions)
     if key not in _recovered_batches:
         _recovered_batches.clear()  # one invocation at a time per process
         _recovered_batches[key] = set()
-    _recovered_batches[key].update((t.source_table, t.batch_id) for t in txns)
+    _recovered_batches[key].update((table, t.source_table, t.batch_id) for table, t in txns)
 
 
 def _recover_others(
@@ -376,7 +382,7 @@ def _recover_others(
     invocation_id: str,
     uuid_sql: str,
     then: str,
-) -> tuple[list[ledger.Txn], ledger.Recorded | None]:
+) -> tuple[list[tuple[str, ledger.Txn]], ledger.Recorded | None]:
     """Record unrecorded commits of the tables whose record this process could not write, and of
     every history table once per hold of the writer lock whose last holder may have left one
     (lock.must_check_every_table), but those in `skip`. Returns the transactions
@@ -387,11 +393,12 @@ def _recover_others(
     every = lock.must_check_every_table()
     tables = sorted((lock.unrecorded | (set(history_tables) if every else set())) - skip)
     states = ledger.recorded_for(spark, transactions, [*tables, then])
-    recovered: list[ledger.Txn] = []
+    recovered: list[tuple[str, ledger.Txn]] = []
     for table in tables:
         if spark.catalog.tableExists(table.replace("`", "")):
             # the last id read before another table's recovery recorded more is stale: read again
-            recovered += ledger.recover(spark, transactions, table, uuid_sql, None if recovered else states[table])[1]
+            txns = ledger.recover(spark, transactions, table, uuid_sql, None if recovered else states[table])[1]
+            recovered += [(table, t) for t in txns]
         lock.unrecorded.discard(table)
     _recovered_invocations.add(invocation_id)
     if every:
@@ -450,15 +457,36 @@ def _staged_batches(spark: SparkSession, staged: str, first_key: str) -> list[Ba
     ]
 
 
-def _pending(staged_batches: list[Batch], recovered: set[tuple[str | None, str | None]]) -> list[Batch]:
-    """The staged batches but those just `recovered`."""
-    batches = [b for b in staged_batches if (b.source_table, b.batch_id) not in recovered]
+def _pending(target: str, staged_batches: list[Batch], recovered: Recovered) -> list[Batch]:
+    """The staged batches but those just `recovered` for the history table `target`."""
+    batches = [b for b in staged_batches if (target, b.source_table, b.batch_id) not in recovered]
     if batches and [b.ordinal for b in batches] != list(range(batches[0].ordinal, batches[-1].ordinal + 1)):
         raise HistoryError(
             "the history table holds some staged batches but not the ones before them: "
             + ", ".join(b.batch_id for b in batches)
         )
     return batches
+
+
+def _not_applied_meanwhile(target: str, pending: list[Batch], state: ledger.Recorded) -> list[Batch]:
+    """The pending batches but those another run applied to `target` since this run staged them
+    (two invocations that apply one table at once: the second waits for the writer lock, and by
+    then the record says the first applied them). A table's batches apply in sequence order, so a
+    staged batch whose sequence is not after the last recorded one is on record already."""
+    if state.last_sequence is None:
+        return pending
+    return [b for b in pending if b.sequence is None or b.sequence > state.last_sequence]
+
+
+def _dropped_message(target: str, state: ledger.Recorded) -> str:
+    return (
+        f"{target} does not exist, but the transactions table records transactions of it up to"
+        f" {state.history_last_id} (Delta version {state.delta_version}): the table was dropped, and creating it"
+        " anew would leave that history behind while its batches count as applied. Nothing was changed."
+        " Restore the table (its Delta folder still holds it until it is vacuumed or deleted: register it again"
+        " with CREATE TABLE ... USING DELTA LOCATION), or, to start a new history on purpose, give the model a"
+        " new alias."
+    )
 
 
 def _unconfigured_deleted_column(pending: list[Batch], layout: Layout) -> Batch | None:
@@ -630,4 +658,5 @@ def _apply_group(
         last_started=last_started,
         history_last_id=last.txn_id,
         delta_version=commit.version,
+        last_sequence=ledger.last_of(state.last_sequence, *(t.sequence for t in txns)),
     )

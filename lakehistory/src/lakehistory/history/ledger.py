@@ -251,17 +251,24 @@ class Recorded:
     """What the transactions table holds: the last id and start time (all tables, and the ids
     reserved for syncs), and for one history table its last id and recorded Delta version, and
     the last id a revert or undo reserved for it (0: none). One above its last id is a revert
-    stopped before it reached the table: no other transaction may come to the table first."""
+    stopped before it reached the table: no other transaction may come to the table first.
+    `last_sequence`: the last batch sequence the table applied (None: none)."""
 
     last_id: int
     last_started: dt.datetime | None
     history_last_id: int
     delta_version: int | None
     operation_reserved: int = 0
+    last_sequence: int | None = None
 
 
 def recorded(spark: SparkSession, transactions: str, history: str) -> Recorded:
     return recorded_for(spark, transactions, [history])[history]
+
+
+def last_of(*sequences: int | None) -> int | None:
+    """The largest of the batch sequences that are given (None for none)."""
+    return max((s for s in sequences if s is not None), default=None)
 
 
 @dataclass(frozen=True)
@@ -274,16 +281,20 @@ class _Known:
     hold: tuple[str, int]
     last_id: int
     last_started: dt.datetime | None
-    # history table: its last id, Delta version and last id a revert or undo reserved for it
-    tables: dict[str, tuple[int, int | None, int]]
+    # history table: its last id, Delta version, last id a revert or undo reserved for it, and
+    # last batch sequence
+    tables: dict[str, tuple[int, int | None, int, int | None]]
 
     def after(self, rows: Sequence[tuple[Any, ...]]) -> _Known:
         tables = dict(self.tables)
         for row in rows:  # _ROW_SCHEMA tuples
             txn_id, history, version = row[0], row[3], row[15]
-            last_id, last_version, operation = tables.get(history, (0, None, 0))
+            sequence = row[5] if row[1] == "batch" else None
+            last_id, last_version, operation, last_sequence = tables.get(history, (0, None, 0, None))
             last_version = version if last_version is None else max(last_version, version)
-            tables[history] = (max(last_id, txn_id), last_version, operation)
+            if sequence is not None:
+                last_sequence = sequence if last_sequence is None else max(last_sequence, sequence)
+            tables[history] = (max(last_id, txn_id), last_version, operation, last_sequence)
         started = max(dt.datetime.fromisoformat(r[9]) for r in rows)
         last_started = started if self.last_started is None else max(self.last_started, started)
         return _Known(self.hold, max(self.last_id, *(r[0] for r in rows)), last_started, tables)
@@ -301,7 +312,8 @@ def note_reserved(transactions: str, last_id: int, last_started: dt.datetime, op
         tables = dict(known.tables)
         for history in operation_of:
             if history in tables:
-                tables[history] = (*tables[history][:2], last_id)
+                last, version, _, sequence = tables[history]
+                tables[history] = (last, version, last_id, sequence)
         _known[transactions] = _Known(known.hold, max(known.last_id, last_id), started, tables)
 
 
@@ -329,6 +341,7 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
             F.coalesce(F.max(F.when(F.array_contains("operation_of", history), F.col("txn_id"))), F.lit(0)).alias(
                 f"operation_reserved_{i}"
             ),
+            F.max(F.when(mine & (F.col("operation") == "batch"), F.col("batch_sequence"))).alias(f"last_sequence_{i}"),
         ]
     # The last id and start count the syncs' reserved ids, which no table may have recorded yet.
     reserved = spark.table(syncs_relation(transactions)).select(
@@ -337,6 +350,8 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
         F.lit(None).cast("string").alias("history_table"),
         F.lit(None).cast("bigint").alias("delta_version"),
         F.when(F.col("sync_id").startswith(OPERATION_SYNC_PREFIX), F.col("tables")).alias("operation_of"),
+        F.lit(None).cast("string").alias("operation"),
+        F.lit(None).cast("bigint").alias("batch_sequence"),
     )
     row = (
         spark.table(transactions)
@@ -346,6 +361,8 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
             "history_table",
             "delta_version",
             F.lit(None).cast("array<string>").alias("operation_of"),
+            "operation",
+            "batch_sequence",
         )
         .unionByName(reserved)
         .agg(
@@ -361,7 +378,15 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
     if hold is not None:
         tables = {**(known.tables if known is not None and known.hold == hold else {})}
         tables.update(
-            (h, (int(row[f"history_last_id_{i}"]), row[f"delta_version_{i}"], int(row[f"operation_reserved_{i}"])))
+            (
+                h,
+                (
+                    int(row[f"history_last_id_{i}"]),
+                    row[f"delta_version_{i}"],
+                    int(row[f"operation_reserved_{i}"]),
+                    row[f"last_sequence_{i}"],
+                ),
+            )
             for i, h in enumerate(histories)
         )
         _known[transactions] = _Known(hold, last_id, last_started, tables)
@@ -372,6 +397,7 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
             int(row[f"history_last_id_{i}"]),
             row[f"delta_version_{i}"],
             int(row[f"operation_reserved_{i}"]),
+            row[f"last_sequence_{i}"],
         )
         for i, history in enumerate(histories)
     }
@@ -406,5 +432,6 @@ def recover(
         last.txn_id,
         commits[-1].version,
         state.operation_reserved,
+        last_of(state.last_sequence, *(t.sequence for t in txns if t.operation == "batch")),
     )
     return after, txns

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from lakehistory.history.layout import Layout
 from lakehistory.history.rules import SYSTEM
+from lakehistory.history.transactions import create_if_missing
 from lakehistory.landing.spec import STAGING_COLUMNS
 from lakehistory.names import (
     ACTIVE,
@@ -163,9 +164,13 @@ def create_table(spark: SparkSession, target: str, layout: Layout, versions: Ver
         properties.append(COLUMN_MAPPING)
     # Clustered by key (the merge reads a batch's keys) and by transaction time (as-of reads skip
     # the files of versions closed before the version asked for).
-    spark.sql(
+    # (under the writer lock: no other writer creates it; a creation cut short is completed)
+    create_if_missing(
+        spark,
+        target,
         f"create table {target} ({', '.join(columns)}) using delta cluster by ({cols(clustering)})"
-        f" tblproperties ({', '.join(properties)})"
+        f" tblproperties ({', '.join(properties)})",
+        wait=False,
     )
 
 

@@ -10,12 +10,15 @@ undo (operations/revert.py), which reserves its id there too."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from lakehistory.sql import q
+from lakehistory.landing.folders import hadoop_filesystem
+from lakehistory.landing.spec import first_line
+from lakehistory.sql import lit, q
 
 
 @dataclass(frozen=True)
@@ -93,25 +96,67 @@ def create_sql(relation: str, layout: tuple[Field, ...] = LAYOUT) -> str:
     return f"create table if not exists {relation} (\n    {fields}\n) using delta"
 
 
+# A managed table's folder that holds files, but no table the metastore knows: Delta refuses to
+# create the table there. Another writer creating it at this moment, or a creation cut short
+# (Delta committed the table's first version; the process died before the metastore registered it).
+UNREGISTERED_FOLDER = "delta_create_table_with_non_empty_location"
 # What a CREATE TABLE IF NOT EXISTS meets when another writer creates the same table at that
 # moment: Delta's refusal of the second commit, the other's files before its first commit, or
 # the metastore's refusal of the second registration.
-CREATE_RACE_ERRORS = ("concurrent", "delta_create_table_with_non_empty_location", "already exists")
+CREATE_RACE_ERRORS = ("concurrent", UNREGISTERED_FOLDER, "already exists")
+_LOCATION = re.compile(r"location \('(.*?)'\) is not empty", re.IGNORECASE)
 
 
-def create_if_missing(spark: SparkSession, relation: str, statement: str) -> None:
-    """Run `statement` (a CREATE TABLE IF NOT EXISTS of `relation`); when another writer creates
-    the table at the same moment, wait until its table is registered instead of failing."""
-    for attempt in range(10):
+def create_if_missing(spark: SparkSession, relation: str, statement: str, wait: bool = True) -> None:
+    """Run `statement` (a CREATE TABLE of `relation`, made by this product); when another writer
+    creates the table at the same moment, wait until its table is registered instead of failing
+    (`wait`: a writer under the writer lock has no other to wait for). A table whose creation
+    was cut short is completed: its folder is registered as the table (adopt_folder)."""
+    for attempt in range(10 if wait else 1):
         if attempt and spark.catalog.tableExists(relation.replace("`", "")):
             return
         try:
             spark.sql(statement)
             return
         except Exception as exc:
-            if attempt == 9 or not any(e in str(exc).lower() for e in CREATE_RACE_ERRORS):
+            text = str(exc)
+            if UNREGISTERED_FOLDER in text.lower() and (attempt == 9 or not wait):
+                adopt_folder(spark, relation, statement, text)
+                return
+            if not wait or attempt == 9 or not any(e in text.lower() for e in CREATE_RACE_ERRORS):
                 raise
             time.sleep(1)
+
+
+def adopt_folder(spark: SparkSession, relation: str, statement: str, refusal: str) -> None:
+    """Register the folder Delta's `refusal` names as `relation`, for a creation that was cut
+    short after Delta's first commit: that commit is the table `statement` makes (its layout, and
+    a CREATE TABLE AS SELECT's rows), which the metastore never learned of. The table is then
+    external: dropping it leaves the folder, which the next creation adopts again. A folder whose
+    log holds no commit (cut short before its first was whole) is removed and the table made anew,
+    where this process reaches the files (the embedded target); through Spark Connect the error
+    names the folder."""
+    found = _LOCATION.search(refusal)
+    if found is None:
+        raise RuntimeError(f"{relation} could not be created, and its folder is not named: {refusal}")
+    folder = found.group(1)
+    try:
+        spark.sql(f"create table {relation} using delta location {lit(folder)}")
+        return
+    except Exception as exc:
+        if "already exists" in str(exc).lower():
+            return  # another writer registered it meanwhile
+        refused = exc
+    # No commit Delta can read: the creation was cut short before its first commit was whole.
+    hadoop = hadoop_filesystem(spark)
+    commits = [n for n, _ in hadoop.list(f"{folder}/_delta_log") if n.endswith(".json")] if hadoop else None
+    if hadoop is None or any(not name.startswith(".") for name in commits or ()):
+        raise RuntimeError(
+            f"{relation} cannot be created: its folder {folder} holds files but no table Delta can read"
+            f" ({first_line(refused)}). Move the folder away and run again."
+        ) from None
+    hadoop.remove(folder)  # only a commit's temporary files: nothing was ever committed there
+    spark.sql(statement)
 
 
 _ensured: set[tuple[str, str]] = set()  # (dbt invocation, relation): checked once per invocation

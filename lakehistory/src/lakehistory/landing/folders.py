@@ -31,7 +31,7 @@ class Folders:
     def __init__(self, spark: SparkSession, root: str, tables: Iterable[str]) -> None:
         self.spark, self.root = spark, root.rstrip("/")
         self.tables = sorted(set(tables))
-        self._hadoop = _hadoop(spark)
+        self._hadoop = hadoop_filesystem(spark)
         self._with_files: dict[str, set[str]] | None = None  # the Spark listing, once made
         self.names: dict[str, list[str]] = {t: self._list(t) for t in self.tables}
 
@@ -105,7 +105,7 @@ class Folders:
         return self._hadoop.holds_files(f"{self.root}/{table}/{name}")
 
 
-class _Hadoop:
+class Hadoop:
     """Hadoop's FileSystem, through the session's JVM."""
 
     def __init__(self, spark: Any) -> None:
@@ -123,6 +123,11 @@ class _Hadoop:
             raise
         return [(s.getPath().getName(), bool(s.isDirectory())) for s in statuses]
 
+    def remove(self, uri: str) -> None:
+        """Delete the folder `uri` and everything in it."""
+        path = self._path(uri)
+        path.getFileSystem(self._conf).delete(path, True)
+
     def holds_files(self, uri: str) -> bool:
         """Whether the folder `uri` or a folder in it holds a file."""
         path = self._path(uri)
@@ -134,11 +139,11 @@ class _Hadoop:
             raise
 
 
-def _hadoop(spark: SparkSession) -> _Hadoop | None:
+def hadoop_filesystem(spark: SparkSession) -> Hadoop | None:
     """Hadoop's FileSystem when the session runs its JVM in this process; None over Spark Connect."""
     if getattr(spark, "_jsparkSession", None) is None:
         return None
-    return _Hadoop(spark)
+    return Hadoop(spark)
 
 
 _GLOB_SPECIAL = set("\\{}[]*?,^!")

@@ -106,23 +106,34 @@ def recorded_schema_changes(manifest: Mapping[str, Any]) -> str:
     return json.dumps([{k: c.get(k) for k in ("op", "column", "type")} for c in changes], ensure_ascii=False)
 
 
+# A stream: a landed table (its folder under a landing root) as one history table applies it. What
+# is applied is the history table's own record, so two history models of one landed table, and
+# two landing roots (two sources) with a table of the same name, each apply every batch. None for
+# the history table: applied by any (a reader of the landing that is no history model).
+Stream = tuple[str, str | None]
+
+
 def read_landed(
-    spark: SparkSession, transactions: str | None, landing_root: str, tables: Iterable[str]
-) -> dict[str, Landed | BatchError]:
-    """For each of `tables` under `landing_root`: its Landed, the manifests parsed (not yet
-    checked: pending_manifests does that). A table whose manifests are bad gets its BatchError,
-    which leaves the others readable. One listing of each table's folder (folders.py), one
-    aggregate of the transactions table and one Spark job that reads the manifests, for all of
-    them; a landed batch already applied costs no request beyond its name in the listing."""
+    spark: SparkSession, transactions: str | None, landing_root: str, tables: Iterable[str | Stream]
+) -> dict[Any, Landed | BatchError]:
+    """For each of `tables` under `landing_root` (a table's name, or a Stream: the name and the
+    history table that applies it): its Landed, the manifests parsed (not yet checked:
+    pending_manifests does that), keyed as asked. A table whose manifests are bad gets its
+    BatchError, which leaves the others readable. One listing of each table's folder
+    (folders.py), one aggregate of the transactions table and one Spark job that reads the
+    manifests, for all of them; a landed batch already applied costs no request beyond its name
+    in the listing."""
     root = landing_root.rstrip("/")
-    folders = Folders(spark, root, tables)
-    applied = applied_batches_for(spark, transactions, folders.names)
-    wanted = {
-        table: [n for n in names if applied[table].recorded_changes is None or n not in applied[table].batch_ids]
-        for table, names in folders.names.items()
-    }
+    asked = {item: (item, None) if isinstance(item, str) else (item[0], item[1]) for item in tables}
+    folders = Folders(spark, root, {table for table, _ in asked.values()})
+    applied = applied_by_stream(spark, transactions, folders.names, set(asked.values()))
+    wanted: dict[str, set[str]] = {table: set() for table in folders.tables}
+    for table, history in asked.values():
+        recorded = applied[(table, history)]
+        names = folders.names[table]
+        wanted[table].update(n for n in names if recorded.recorded_changes is None or n not in recorded.batch_ids)
     read = folders.manifests(wanted)
-    found: dict[str, Landed | BatchError] = {}
+    parsed: dict[str, list[dict[str, Any]] | BatchError] = {}
     for table in folders.tables:
         manifests = []
         try:
@@ -135,9 +146,19 @@ def read_landed(
                     where = {"_folder": f"{root}/{table}", "_folder_name": name}
                     manifests.append(parse_manifest(name, content) | where)
         except BatchError as exc:
-            found[table] = exc
+            parsed[table] = exc
             continue
-        found[table] = Landed(manifests, applied[table])
+        parsed[table] = manifests
+    found: dict[Any, Landed | BatchError] = {}
+    for item, (table, history) in asked.items():
+        got = parsed[table]
+        if isinstance(got, BatchError):
+            found[item] = got
+            continue
+        recorded = applied[(table, history)]
+        # another stream of the table may have asked for manifests this one has applied
+        mine = [m for m in got if recorded.recorded_changes is None or m["_folder_name"] not in recorded.batch_ids]
+        found[item] = Landed(mine, recorded)
     return found
 
 
@@ -146,16 +167,18 @@ def parse_manifest(folder: str, content: bytes) -> dict[str, Any]:
     or a BatchError that says what is wrong and where."""
     try:
         body = json.loads(content.decode("utf-8"))
+        # commit_json (seed 002) is any JSON the source sends: kept as JSON text, not typed
+        commit_json = body.pop("commit_json", None) if isinstance(body, dict) else None
+        manifest: dict[str, Any] = conform(folder, "manifest.json", body, MANIFEST_SCHEMA)
+        manifest["commit_json"] = None if commit_json is None else json.dumps(commit_json, ensure_ascii=False)
     except UnicodeDecodeError as exc:
         raise batch_error(folder, f"manifest.json is not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise batch_error(
             folder, f"manifest.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
-    # commit_json (seed 002) is any JSON the source sends: kept as JSON text, not typed
-    commit_json = body.pop("commit_json", None) if isinstance(body, dict) else None
-    manifest: dict[str, Any] = conform(folder, "manifest.json", body, MANIFEST_SCHEMA)
-    manifest["commit_json"] = None if commit_json is None else json.dumps(commit_json, ensure_ascii=False)
+    except RecursionError:
+        raise batch_error(folder, "manifest.json nests its JSON deeper than a manifest can") from None
     version = manifest["format_version"]
     if version != FORMAT_VERSION:
         said = "lacks 'format_version'" if version is None else f"has format_version {version}"
@@ -305,11 +328,24 @@ def pending_manifests(manifests: list[dict[str, Any]], spec: TableSpec, applied:
 def applied_batches_for(
     spark: SparkSession, transactions: str | None, landed: Mapping[str, Iterable[str]]
 ) -> dict[str, Applied]:
-    """What the transactions table (None or missing: nothing applied yet) says of every table of
-    `landed` (table: its landed batch ids), in one aggregate, whose answer is as large as the
-    landing folders and the schema changes, however many batches the tables have applied."""
+    """What the transactions table says of every table of `landed` (table: its landed batch ids),
+    applied by any history table (applied_by_stream)."""
+    answers = applied_by_stream(spark, transactions, landed, {(table, None) for table in landed})
+    return {table: answers[(table, None)] for table in landed}
+
+
+def applied_by_stream(
+    spark: SparkSession,
+    transactions: str | None,
+    landed: Mapping[str, Iterable[str]],
+    streams: Iterable[Stream],
+) -> dict[Stream, Applied]:
+    """What the transactions table (None or missing: nothing applied yet) says of each stream of
+    a table of `landed` (table: its landed batch ids), in one aggregate, whose answer is as large
+    as the landing folders and the schema changes, however many batches the tables have applied."""
+    streams = set(streams)
     if transactions is None or not spark.catalog.tableExists(transactions):
-        return {table: Applied(frozenset(), None) for table in landed}
+        return {stream: Applied(frozenset(), None) for stream in streams}
     recorded = spark.table(transactions)
     applied = recorded.where(F.col("source_table").isin(*sorted(landed)))
     if "operation" in recorded.columns:  # (a table of an earlier layout is refused by the merge, by name)
@@ -319,7 +355,7 @@ def applied_batches_for(
     ids = sorted({batch_id for table_ids in landed.values() for batch_id in table_ids})
     changes = F.col("schema_changes") if "schema_changes" in recorded.columns else F.lit(None).cast("string")
     found = (
-        applied.groupBy("source_table")
+        applied.groupBy("source_table", "history_table")
         .agg(
             F.collect_set(F.when(F.col("batch_id").isin(*ids), F.col("batch_id"))).alias("ids"),
             F.max("batch_sequence").alias("last"),
@@ -328,17 +364,34 @@ def applied_batches_for(
             ).alias("changes"),
             F.bool_or(changes.isNull()).alias("unrecorded"),
         )
-        .collect()  # a row per table
+        .collect()  # a row per landed table and history table
     )
-    answers = {row.source_table: Applied(frozenset(row.ids), row.last, _recorded(row)) for row in found}
-    return {table: answers.get(table, Applied(frozenset(), None)) for table in landed}
+    answers = {}
+    for table, history in streams:
+        rows = [r for r in found if r.source_table == table and (history is None or _same(r.history_table, history))]
+        answers[(table, history)] = _applied(rows)
+    return answers
 
 
-def _recorded(row: Any) -> tuple[dict[str, Any], ...] | None:
-    if row.unrecorded:
-        return None
+def _same(relation: str, other: str) -> bool:
+    """Whether two spellings of a relation (quoted or not, any case) name one table."""
+    return relation.replace("`", "").lower() == other.replace("`", "").lower()
+
+
+def _applied(rows: list[Any]) -> Applied:
+    """One stream's answer, from its aggregate rows (several for a stream applied by any table)."""
+    if not rows:
+        return Applied(frozenset(), None)
+    ids = frozenset(i for r in rows for i in r.ids)
+    last = max(r.last for r in rows if r.last is not None) if any(r.last is not None for r in rows) else None
+    if any(r.unrecorded for r in rows):
+        return Applied(ids, last, None)
+    return Applied(ids, last, _recorded([c for r in rows for c in r.changes]))
+
+
+def _recorded(changes: list[Any]) -> tuple[dict[str, Any], ...]:
     return tuple(
         {"_folder_name": c.batch_id, "batch_id": c.batch_id, "sequence": c.batch_sequence, "_recorded": True}
         | {"schema_changes": json.loads(c.changes)}
-        for c in sorted(row.changes, key=lambda c: c.batch_sequence)
+        for c in sorted(changes, key=lambda c: c.batch_sequence)
     )

@@ -27,8 +27,9 @@ from .spec import BatchError
 from .syncs import SyncOf, gather
 
 _lock = threading.Lock()
-# (invocation id, transactions table) -> (landing root, table) -> its answer, or its manifests' error.
-_runs: dict[tuple[str, str | None], dict[tuple[str, str], Landed | BatchError]] = {}
+# (invocation id, transactions table) -> (landing root, table, history table) -> its answer, or its
+# manifests' error (manifests.Stream: what is applied is each history table's own record).
+_runs: dict[tuple[str, str | None], dict[tuple[str, str, str | None], Landed | BatchError]] = {}
 # (invocation id, transactions table) -> the syncs of the batches pending when the landing was read.
 _syncs: dict[tuple[str, str | None], dict[str, SyncOf]] = {}
 
@@ -47,10 +48,12 @@ def landed(
     landing_root: str,
     table: str,
     run_tables: Sequence[Sequence[str]],
+    history: str | None = None,
 ) -> Landed | None:
-    """`table`'s answer, read with those of every table of `run_tables` ([landing root, table]
-    pairs) by the invocation's first call; None when there is none to take (the caller reads the
-    table alone). Raises the BatchError of a table whose manifests are bad."""
+    """`table`'s answer as the history table `history` applies it (None: any), read with those of
+    every table of `run_tables` ([landing root, table, history table or ''] triples) by the
+    invocation's first call; None when there is none to take (the caller reads the table alone).
+    Raises the BatchError of a table whose manifests are bad."""
     if not invocation_id:
         return None
     key = (invocation_id, transactions)
@@ -60,8 +63,9 @@ def landed(
                 return None
             _runs.clear()  # one invocation at a time per process: the last one's answers are stale
             _syncs.clear()
-            _runs[key], _syncs[key] = _read(spark, transactions, {(str(root), str(name)) for root, name in run_tables})
-        found = _runs[key].pop((landing_root, table), None)
+            streams = {(str(t[0]), str(t[1]), (str(t[2]) if len(t) > 2 else "") or None) for t in run_tables}
+            _runs[key], _syncs[key] = _read(spark, transactions, streams)
+        found = _runs[key].pop((landing_root, table, history or None), None)
     if isinstance(found, BatchError):
         raise found
     return found
@@ -75,16 +79,17 @@ def pending_syncs(invocation_id: str, transactions: str | None) -> dict[str, Syn
 
 
 def _read(
-    spark: SparkSession, transactions: str | None, tables: set[tuple[str, str]]
-) -> tuple[dict[tuple[str, str], Landed | BatchError], dict[str, SyncOf]]:
-    answers: dict[tuple[str, str], Landed | BatchError] = {}
-    for root in sorted({root for root, _ in tables}):
-        for name, found in read_landed(spark, transactions, root, [n for r, n in tables if r == root]).items():
-            answers[(root, name)] = found
+    spark: SparkSession, transactions: str | None, streams: set[tuple[str, str, str | None]]
+) -> tuple[dict[tuple[str, str, str | None], Landed | BatchError], dict[str, SyncOf]]:
+    answers: dict[tuple[str, str, str | None], Landed | BatchError] = {}
+    for root in sorted({root for root, _, _ in streams}):
+        asked = [(name, history) for r, name, history in streams if r == root]
+        for (name, history), found in read_landed(spark, transactions, root, asked).items():
+            answers[(root, name, history)] = found
     pending = {
-        name: [m for m in found.manifests if m.get("batch_id") not in found.applied.batch_ids]
-        for (_, name), found in answers.items()
+        key: [m for m in found.manifests if m.get("batch_id") not in found.applied.batch_ids]
+        for key, found in answers.items()
         if not isinstance(found, BatchError)
     }
-    syncs, contradictions = gather(pending)
-    return {key: contradictions.get(key[1]) or found for key, found in answers.items()}, syncs
+    syncs, errors = gather(pending)
+    return {key: errors.get(key) or found for key, found in answers.items()}, syncs

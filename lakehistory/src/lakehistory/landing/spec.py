@@ -157,8 +157,8 @@ def conform(folder: str, where: str, value: Any, kind: DataType, scalar_as_text:
             raise wrong("a list")
         return [conform(folder, f"{where}[{i}]", v, kind.elementType) for i, v in enumerate(value)]
     if isinstance(kind, LongType):
-        if type(value) is not int:
-            raise wrong("an integer")
+        if type(value) is not int or not -(2**63) <= value < 2**63:
+            raise wrong("an integer of at most 64 bits")
         return value
     if scalar_as_text and isinstance(value, int | float | bool):
         return json.dumps(value)

@@ -36,12 +36,14 @@ def register_pending_batches(
     run_tables: Sequence[Sequence[str]] = (),
     app_id_required: bool = False,
     not_null: Sequence[str] = (),
+    history: str | None = None,
 ) -> None:
     """For `lakehistory.landing_batches` (lakehistory.door): stage, validate and register the pending
     batches of `table` as the temp view `view`. `run_tables`: every [landing root, table] the
     invocation `invocation_id` stages, sent by its first staging, which reads them all
     (run_reads.py). `app_id_required`: feature states are built from the table. `not_null`: the
-    columns the source declares NOT NULL."""
+    columns the source declares NOT NULL. `history`: the history table the batches are staged for,
+    whose own record says which are applied (None: applied by any history table)."""
     spec = TableSpec(
         table=table,
         key=tuple(key),
@@ -49,8 +51,8 @@ def register_pending_batches(
         app_id_required=app_id_required,
         not_null=frozenset(not_null),
     )
-    found = run_reads.landed(spark, invocation_id, transactions, landing_root, table, run_tables)
-    staged = stage_pending_batches(spark, landing_root, spec, transactions, found)
+    found = run_reads.landed(spark, invocation_id, transactions, landing_root, table, run_tables, history)
+    staged = stage_pending_batches(spark, landing_root, spec, transactions, found, history)
     staged.createOrReplaceTempView(view)
 
 
@@ -60,12 +62,15 @@ def stage_pending_batches(
     spec: TableSpec,
     transactions: str | None = None,
     landed: Landed | BatchError | None = None,
+    history: str | None = None,
 ) -> DataFrame:
-    """The typed, validated rows of every batch of `spec.table` not yet applied, in batch order.
-    `_lh_ordinal` numbers the pending batches 1, 2, ... in the order they must be applied.
-    `landed`: the table's manifests and applied batches, when the run has read them already."""
+    """The typed, validated rows of every batch of `spec.table` not yet applied to the history
+    table `history` (None: to any), in batch order. `_lh_ordinal` numbers the pending batches 1,
+    2, ... in the order they must be applied. `landed`: the table's manifests and applied
+    batches, when the run has read them already."""
     if landed is None:
-        landed = read_landed(spark, transactions, landing_root, [spec.table])[spec.table]
+        stream = (spec.table, history)
+        landed = read_landed(spark, transactions, landing_root, [stream])[stream]
     if isinstance(landed, BatchError):
         raise landed
     manifests, applied = landed.manifests, landed.applied

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
@@ -46,28 +46,43 @@ class SyncOf:
         return cls(sync["id"], int(sync["sequence"]), tuple(sorted(sync["tables"] or ())), author, app_id)
 
 
-def gather(pending: Mapping[str, Iterable[dict[str, Any]]]) -> tuple[dict[str, SyncOf], dict[str, BatchError]]:
-    """The syncs of the pending manifests of each table (table: its manifests), and for a table
-    whose batch says of a sync what another table's batch contradicts, the error to stage it with."""
-    syncs: dict[str, tuple[SyncOf, str, str]] = {}  # sync id: the sync, and the table and batch that said so
-    errors: dict[str, BatchError] = {}
-    for table in sorted(pending):
-        for manifest in pending[table]:
-            sync = SyncOf.of(manifest.get("sync"), manifest.get("author"), manifest.get("app_id"))
+K = TypeVar("K", str, tuple[str, str, str | None])
+
+
+def gather(pending: Mapping[K, Iterable[dict[str, Any]]]) -> tuple[dict[str, SyncOf], dict[K, BatchError]]:
+    """The syncs of the pending manifests of each table (a table, or a run's stream of one: its
+    manifests), and for a table whose batch names a sync wrongly, or says of a sync what another
+    table's batch contradicts, the error to stage it with: a bad manifest is its table's problem."""
+    syncs: dict[str, tuple[SyncOf, K, str]] = {}  # sync id: the sync, and the table and batch that said so
+    errors: dict[K, BatchError] = {}
+    for key in sorted(pending, key=str):
+        for manifest in pending[key]:
+            try:
+                if manifest.get("sync") is not None:
+                    check_sync(manifest["_folder_name"], "manifest.json", manifest["sync"], str(manifest.get("table")))
+                sync = SyncOf.of(manifest.get("sync"), manifest.get("author"), manifest.get("app_id"))
+            except BatchError as exc:
+                errors.setdefault(key, exc)
+                continue
             if sync is None:
                 continue
+            table = key
             first = syncs.setdefault(sync.id, (sync, table, manifest["batch_id"]))
             if first[0] != sync:
                 error = batch_error(
                     manifest["batch_id"],
                     f"says sync {sync.id} holds tables {list(sync.tables)} with sequence {sync.sequence}, author"
-                    f" {sync.author!r} and app {sync.app_id!r}; batch {first[2]} of {first[1]} says"
+                    f" {sync.author!r} and app {sync.app_id!r}; batch {first[2]} of {_name(first[1])} says"
                     f" {list(first[0].tables)}, {first[0].sequence}, {first[0].author!r} and {first[0].app_id!r}."
                     " Every batch of a sync must say the same of it",
                 )
                 errors.setdefault(table, error)
                 errors.setdefault(first[1], error)
     return {sync_id: found[0] for sync_id, found in syncs.items()}, errors
+
+
+def _name(key: str | tuple[str, str, str | None]) -> str:
+    return key if isinstance(key, str) else key[1]
 
 
 def check_sync(folder: str, where: str, sync: dict[str, Any], table: str) -> None:

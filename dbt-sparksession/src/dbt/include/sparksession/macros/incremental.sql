@@ -6,8 +6,11 @@
   A custom strategy owns its table's whole lifecycle: it is called on every build, the first
   one included, with dbt-core's arguments (target_relation, temp_relation, unique_key,
   dest_columns, incremental_predicates) plus
-    existing_relation  the target as it exists now; none on a first build and after a full
-                       refresh (which drops the target first);
+    existing_relation  the target as it exists now; none on a first build (or when the target
+                       was a view, which is dropped first);
+    full_refresh       whether this build is a full refresh (`--full-refresh`, unless the model
+                       sets `full_refresh`): the target is not dropped for it, the strategy decides
+                       (drop and rebuild, refuse, or go on incrementally);
     language           the model's language, 'sql' or 'python'.
   `temp_relation` holds the model's rows (a temp view for SQL, a table for Python models).
   The macro may run statements itself and returns the last SQL to run as `main`.
@@ -49,7 +52,7 @@
 
   {{ run_hooks(pre_hooks) }}
 
-  {%- if is_custom and existing_relation is not none and (existing_relation.is_view or should_full_refresh()) -%}
+  {%- if is_custom and existing_relation is not none and existing_relation.is_view -%}
     {%- do adapter.drop_relation(existing_relation) -%}
     {%- set existing_relation = none -%}
   {%- endif -%}
@@ -62,6 +65,7 @@
         'target_relation': target_relation,
         'temp_relation': tmp_relation,
         'existing_relation': existing_relation,
+        'full_refresh': should_full_refresh(),
         'unique_key': unique_key,
         'dest_columns': none,
         'incremental_predicates': incremental_predicates,
