@@ -30,7 +30,7 @@
   {%- endif -%}
   {%- set landed = lakehistory._landed_table(source_name, table_name) -%}
   {%- set history = lakehistory._history_consumer(model, source_name, table_name) -%}
-  {%- set view = '__lakehistory_pending__' ~ source_name ~ '__' ~ table_name ~ ('__' ~ history.alias if history else '') -%}
+  {%- set view = '__lakehistory_pending__' ~ source_name ~ '__' ~ table_name ~ ('__' ~ history.identifier if history else '') -%}
   {%- if not lakehistory._builds() -%}
     {{ return(adapter.quote(view)) }}
   {%- endif -%}
@@ -43,7 +43,7 @@
       'run_tables': [] if lakehistory._engine('landing_read_for_run') else lakehistory._run_landed_tables(),
       'app_id_required': lakehistory._feeds_feature_states(model.unique_id),
       'not_null': landed.not_null,
-      'history_table': lakehistory._relation_of(history) if history else none,
+      'history_table': history | string if history else none,
   }) -%}
   {{ return(adapter.quote(view)) }}
 {% endmacro %}
@@ -110,13 +110,14 @@
 {% endmacro %}
 
 
-{#- The history model a staging of source_name.table_name in `node` feeds: `node` itself, or the
-    one history model that reads `node`, an ephemeral model, directly or through others; none when
-    no history model reads it. dbt compiles an ephemeral model once per invocation, so one that
-    two history models read would stage one set of batches for both: refused. -#}
+{#- The relation of the history model a staging of source_name.table_name in `node` feeds: `node`
+    itself, or the one history model that reads `node`, an ephemeral model, directly or through
+    others; none when no history model reads it. dbt compiles an ephemeral model once per
+    invocation, so one that two history models read would stage one set of batches for both:
+    refused. -#}
 {% macro _history_consumer(node, source_name, table_name) %}
   {%- if lakehistory._is_history_node(node) -%}
-    {{ return(node) }}
+    {{ return(this) }}
   {%- endif -%}
   {%- set readers = [] -%}
   {%- for candidate in lakehistory.history_nodes() -%}
@@ -131,7 +132,7 @@
         ~ " so they would share one set of pending batches, and each history table has its own: select from"
         ~ " lakehistory.landing_batches in each history model, or give each its own staging model.") }}
   {%- endif -%}
-  {{ return(readers[0] if readers else none) }}
+  {{ return(api.Relation.create(database=readers[0].database, schema=readers[0].schema, identifier=readers[0].alias) if readers else none) }}
 {% endmacro %}
 
 

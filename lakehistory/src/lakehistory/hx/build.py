@@ -89,10 +89,10 @@ def build_hx(
         raise HxError(f"{hx_table(spec.table)}: {source_name} is neither a fivetran_history table nor a dbt snapshot")
     if not dbt.is_incremental and session.catalog.tableExists(str(dbt.this).replace("`", "")):
         raise HxError(
-            f"{hx_table(spec.table)}: a build that is not incremental (--full-refresh, or a model not materialized"
-            f" as incremental) would replace {dbt.this}, an append-only history no rebuild gives back;"
-            " lakehistory refuses, and nothing was changed. Run it without --full-refresh, with"
-            " materialized='incremental'; to start a new `_hx` table on purpose, give the model a new alias."
+            f"{hx_table(spec.table)}: --full-refresh would replace {dbt.this}, an append-only history no rebuild"
+            " gives back (so would a build not materialized as incremental); lakehistory refuses, and nothing was"
+            " changed. Run it without --full-refresh, or set full_refresh=False in its config to leave it out of a"
+            " project-wide --full-refresh; to start a new `_hx` table on purpose, give the model a new alias."
         )
     existing = _with_new_columns(session, str(dbt.this), spec, source) if dbt.is_incremental else None
     return append_rows(spec, src, transactions, existing)

@@ -81,7 +81,11 @@
     {% do persist_constraints(target_relation, model) %}
   {%- elif existing_relation.is_view or should_full_refresh() -%}
     {% set is_delta = (file_format == 'delta' and existing_relation.is_delta) %}
-    {% if not is_delta %}
+    {#- A Python model's Delta write replaces the table in one commit (dbt-spark's py_write_table:
+        overwrite, with its schema): dropping first would leave no table while the model runs,
+        and nothing to the model that could tell a full refresh from a first build. -#}
+    {% set replaced_in_place = language == 'python' and config.get('file_format', 'delta') == 'delta' %}
+    {% if not is_delta and not replaced_in_place %}
       {% do adapter.drop_relation(existing_relation) %}
     {% endif %}
     {%- call statement('main', language=language) -%}

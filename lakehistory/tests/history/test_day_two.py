@@ -1,0 +1,295 @@
+"""Day two: what dbt users do after the first build keeps every history whole, or is refused with
+a message that says what to do. A user's project as the README writes it (history models without
+`full_refresh=false`), with two sources that each land a table `orders`, and the engine alone
+for what a dbt run cannot time (two runs of one table, a creation cut short)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from engine_case import OPEN, VERSIONING, Engine
+from test_as_a_package import DBT_PROJECT, MODEL
+
+from harness import REPO_ROOT, DbtProject, unique_schema
+from lakehistory.history import lock
+from lakehistory.history.apply import apply_pending
+from lakehistory.history.transactions import LAYOUT, create_sql, ensure_transactions_table
+from lakehistory.landing import run_reads
+from lakehistory.landing.batch import TMAX, Batch, Column
+from lakehistory.landing.spec import BatchError
+from lakehistory.landing.write import write_batch
+from lakehistory.names import END, START
+
+SOURCES = """\
+sources:
+  - name: shop_landing
+    meta: {lakehistory: {landing_root: "{{ env_var('LAKEHISTORY_LANDING') }}"}}
+    tables:
+      - &orders
+        name: orders
+        meta: {lakehistory: {key: [order_id, shop]}}
+        columns:
+          - {name: order_id, data_type: bigint}
+          - {name: shop, data_type: string}
+          - {name: status, data_type: string}
+          - {name: total, data_type: "decimal(10,2)"}
+  - name: east_landing
+    meta: {lakehistory: {landing_root: "{{ env_var('LAKEHISTORY_LANDING') }}_east"}}
+    tables:
+      - *orders
+  - name: lakehistory
+    schema: "{{ target.schema }}"
+    tables:
+      - name: lakehistory_transactions
+"""
+
+HISTORY = MODEL.split("\n")[0] + "\n"
+
+MODELS = {
+    "orders_history.sql": MODEL,
+    # a second history of the same landed table, for an audit copy
+    "orders_copy_history.sql": MODEL,
+    "orders_spare_history.sql": MODEL,
+    # the other source's table of the same name, staged by an ephemeral model
+    "stg_east_orders.sql": "{{ config(materialized='ephemeral') }}\n"
+    "select * from {{ lakehistory.landing_batches('east_landing', 'orders') }}\n",
+    "east_orders_history.sql": HISTORY + "select * from {{ ref('stg_east_orders') }}\n",
+    # derived tables written without full_refresh=false
+    "orders_events.sql": "{{ config(materialized='incremental', incremental_strategy='append') }}\n"
+    "{{ lakehistory.event_history(ref('orders_history')) }}\n",
+    "orders_hx.py": """\
+from lakehistory.hx import build_hx
+
+
+def model(dbt, session):
+    dbt.config(materialized="incremental")
+    return build_hx(
+        dbt, session, dbt.config.get("meta"), dbt.ref("orders_history"),
+        dbt.source("lakehistory", "lakehistory_transactions"),
+    )
+""",
+    "_orders_hx.yml": """\
+models:
+  - name: orders_hx
+    config:
+      meta:
+        lakehistory:
+          hx: {table: orders, key: [order_id, shop], source: orders_history}
+""",
+}
+
+COLUMNS = [
+    Column("order_id", "bigint"),
+    Column("shop", "string"),
+    Column("status", "string"),
+    Column("total", "decimal(10,2)"),
+]
+
+
+def order(batch_id: str, sequence: int, status: str) -> Batch:
+    """Order 7 of the north shop, as `status` from day `sequence` on."""
+    start = dt.datetime(2024, 6, sequence, 12, tzinfo=dt.UTC)
+    row = {"order_id": 7, "shop": "north", "status": status, "total": "19.90"}
+    row |= {START: start, END: TMAX, "_fivetran_active": True, "_fivetran_synced": start}
+    return Batch("orders", batch_id, sequence, ["order_id", "shop"], COLUMNS, replace=[row], author="shop-sync")
+
+
+@pytest.fixture(scope="module")
+def shops(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    """Two sources that each land `orders` (two landing roots), four history models and two
+    derived tables, built once with one batch in each root."""
+    project_dir = tmp_path_factory.mktemp("day_two") / "shops"
+    (project_dir / "models").mkdir(parents=True)
+    (project_dir / "dbt_project.yml").write_text(DBT_PROJECT.replace("name: shop", "name: shops"))
+    (project_dir / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
+    (project_dir / "models" / "_sources.yml").write_text(SOURCES)
+    for name, text in MODELS.items():
+        (project_dir / "models" / name).write_text(text)
+    project = DbtProject(project_dir, unique_schema("day_two"))
+    project.run_ok("deps")
+    write_batch(project.landing, order("b1", 1, "placed"))
+    write_batch(f"{project.landing}_east", order("b1", 1, "placed"))
+    project.run_ok("run")
+    return project
+
+
+def active_status(project: DbtProject, model: str) -> list[str]:
+    query = f"select status from {{schema}}.{model} where _fivetran_active and valid_to = {OPEN}"
+    return [r["status"] for r in project.rows(query)]
+
+
+def applied(project: DbtProject, model: str) -> list[str]:
+    return [
+        r["batch_id"]
+        for r in project.rows(
+            "select batch_id from {schema}.lakehistory_transactions"
+            f" where replace(history_table, '`', '') = '{project.schema}.{model}' and operation = 'batch'"
+            " order by txn_id"
+        )
+    ]
+
+
+def test_full_refresh_of_a_history_model_or_a_table_derived_from_it_is_refused_and_keeps_it(
+    shops: DbtProject,
+) -> None:
+    """`dbt run --full-refresh` is what a dbt user runs when a model looks wrong: it must not drop
+    the history (before: the table had 0 rows after it, and its batches still counted as applied)."""
+    tables = ("orders_history", "orders_events", "orders_hx")
+    before = {t: shops.rows(f"select * from {{schema}}.{t}") for t in tables}
+    for table in tables:
+        said = shops.run_fails("run", "--full-refresh", "--select", table)
+        assert "--full-refresh would" in said and "new alias" in said, said
+    assert {t: shops.rows(f"select * from {{schema}}.{t}") for t in tables} == before
+    shops.run_ok("run", "--select", *tables)  # and without it, the models go on as before
+    assert {t: shops.rows(f"select * from {{schema}}.{t}") for t in tables} == before
+
+
+def test_two_sources_with_a_table_of_the_same_name_and_two_histories_of_one_table_each_apply_every_batch(
+    shops: DbtProject,
+) -> None:
+    """What is applied is each history table's own record: a batch applied from one landing root,
+    or to one history model, is not taken as applied from another root or to another model
+    (before: the second source's batch 2 was skipped without a word)."""
+    write_batch(shops.landing, order("b2", 2, "shipped"))
+    shops.run_ok("run", "--select", "orders_history")
+    write_batch(f"{shops.landing}_east", order("b2", 2, "returned"))
+    shops.run_ok("run", "--select", "east_orders_history")
+    shops.run_ok("run", "--select", "orders_copy_history")
+    assert active_status(shops, "orders_history") == ["shipped"]
+    assert active_status(shops, "east_orders_history") == ["returned"]
+    assert active_status(shops, "orders_copy_history") == ["shipped"]
+    for model in ("orders_history", "east_orders_history", "orders_copy_history"):
+        assert applied(shops, model) == ["b1", "b2"], model
+
+
+def test_two_history_models_that_read_one_ephemeral_staging_model_are_refused(shops: DbtProject) -> None:
+    """dbt compiles an ephemeral model once a run: its staged batches cannot be each history
+    table's own pending ones."""
+    models = shops.project_dir / "models"
+    (models / "first_east_history.sql").write_text(HISTORY + "select * from {{ ref('stg_east_orders') }}\n")
+    try:
+        said = shops.run_fails("compile", "--select", "first_east_history")
+        assert "first_east_history" in said and "east_orders_history" in said and "its own staging model" in said
+    finally:
+        (models / "first_east_history.sql").unlink()
+
+
+def test_a_history_table_dropped_by_hand_is_not_built_again_empty(shops: DbtProject) -> None:
+    """Its batches count as applied: a new empty table would hide that its history is gone."""
+    shops.spark.sql(f"drop table `{shops.schema}`.orders_spare_history")
+    said = shops.run_fails("run", "--select", "orders_spare_history")
+    assert "does not exist, but the transactions table records" in said and "new alias" in said, said
+    assert not shops.spark.catalog.tableExists(f"{shops.schema}.orders_spare_history")
+
+
+# --- the engine alone ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def engine(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    return Engine.start(tmp_path_factory.mktemp("day_two_engine"), "day_two_engine")
+
+
+def one_row(table: str, n: int) -> Batch:
+    start = dt.datetime(2024, 1, n, tzinfo=dt.UTC)
+    row = {"id": n, "name": f"n{n}", START: start, END: TMAX, "_fivetran_active": True, "_fivetran_synced": start}
+    return Batch(table, f"{n:06d}", n, ["id"], [Column("id", "bigint"), Column("name", "string")], replace=[row])
+
+
+def test_a_batch_two_runs_staged_at_once_is_applied_once(engine: Engine) -> None:
+    """The second run staged the batch before the first applied it, then waited for the writer
+    lock: under it, the record says the batch is applied, and it is skipped (before: it was
+    applied again, or refused as a clash, and the table could not go on)."""
+    columns = [Column("id", "bigint"), Column("name", "string")]
+    engine.land("twice", [one_row("twice", 1)])
+    engine.stage("twice", columns, ["id"])
+    spark = engine.project.spark
+    spark.table("`__lakehistory_pending__twice`").createOrReplaceTempView("__staged_by_the_second_run")
+    assert engine.apply("twice", columns, ["id"])["batches"] == 1  # the first run
+    outcome = apply_pending(
+        spark,
+        target=engine.target("twice"),
+        staged="`__staged_by_the_second_run`",
+        transactions=engine.transactions,
+        keys=["id"],
+        deleted_column=None,
+        versioning=VERSIONING,
+        uuid_sql=engine.uuid_sql,
+        exists=True,
+        writer_lock=engine.writer_lock,
+    )
+    assert outcome["batches"] == 0
+    assert engine.ids_of("twice") == [max(engine.ids_of("twice"))], "one transaction"
+    assert len(engine.physical("twice")) == 1
+
+
+def test_tables_whose_creation_was_cut_short_are_completed_by_the_next_run(
+    lakehouse: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Delta committed a table's first version and the process died before the metastore
+    registered it: every later run was refused the table's folder, for good. The next run
+    registers the folder (the transactions table; the writer lock, whose first commit holds its
+    row; a history table) or, where no commit was whole, makes the table anew."""
+    engine = Engine.start(tmp_path_factory.mktemp("cut_short"), "cut_short")
+    spark, schema = engine.project.spark, engine.project.schema
+    spark.sql(f"drop table {engine.transactions}")  # a new lakehouse: no table of the product yet
+    location = next(r[1] for r in spark.sql(f"describe schema extended `{schema}`").collect() if r[0] == "Location")
+    spark.sql(create_sql(f"delta.`{location}/lakehistory_transactions`", LAYOUT))
+    spark.sql(
+        f"create table delta.`{location}/lakehistory_transactions_writer` using delta as select 1 as slot,"
+        " cast(null as string) as holder, cast(null as string) as token,"
+        " cast(null as timestamp) as taken_at, cast(null as timestamp) as expires_at"
+    )
+    log = Path(location.removeprefix("file:")) / "cut" / "_delta_log"  # no commit was whole
+    log.mkdir(parents=True)
+    (log / ".00000000000000000000.json.0b1c.tmp").write_text('{"commitInfo"')
+    ensure_transactions_table(spark, engine.transactions)
+    columns = [Column("id", "bigint"), Column("name", "string")]
+    # a history table's first commit (its CREATE TABLE), with no metastore entry
+    engine.land("whole", [one_row("whole", 1)])
+    engine.apply("whole", columns, ["id"])
+    folder = Path(location.removeprefix("file:"))
+    (folder / "cut_too" / "_delta_log").mkdir(parents=True)
+    first = "_delta_log/00000000000000000000.json"
+    shutil.copy(folder / "whole" / first, folder / "cut_too" / first)
+    for table in ("cut", "cut_too"):
+        engine.land(table, [one_row(table, 1)])
+        assert engine.apply(table, columns, ["id"])["batches"] == 1, table
+        assert [r[0]["name"] for r in engine.physical(table)] == ["n1"]
+    lock.let_go_all()
+    assert spark.catalog.tableExists(f"{schema}.lakehistory_transactions_writer")
+    recorded = engine.project.rows(f"select source_table, batch_id from {engine.transactions} order by txn_id")
+    expected = [(table, "000001") for table in ("whole", "cut", "cut_too")]
+    assert [(r["source_table"], r["batch_id"]) for r in recorded] == expected
+
+
+BAD_SYNCS = {
+    "no_sequence": {"id": "s1", "tables": ["no_sequence"]},
+    "null_tables": {"id": "s1", "sequence": 1, "tables": None},
+    "null_in_tables": {"id": "s1", "sequence": 1, "tables": ["null_in_tables", None]},
+    "huge_sequence": {"id": "s1", "sequence": 2**64, "tables": ["huge_sequence"]},
+}
+
+
+def test_a_bad_manifest_is_its_own_tables_problem_and_names_its_batch(engine: Engine) -> None:
+    """The first staging of a run reads every table's manifests: a malformed `sync`, JSON nested
+    deeper than Python parses, or an integer past 64 bits fails its table alone, naming the batch
+    and the file (before: one such manifest failed every table of the run, naming none)."""
+    spark, root = engine.project.spark, str(engine.project.landing)
+    engine.land("fine", [one_row("fine", 1)])
+    for table, sync in BAD_SYNCS.items():
+        manifest = write_batch(engine.project.landing, one_row(table, 1)) / "manifest.json"
+        manifest.write_text(json.dumps(json.loads(manifest.read_text()) | {"sync": sync}))
+    deep = write_batch(engine.project.landing, one_row("deep", 1)) / "manifest.json"
+    deep.write_text(deep.read_text()[:-1] + ', "commit_json": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    tables = ["fine", *BAD_SYNCS, "deep"]
+    run = [(root, t, engine.target(t)) for t in tables]
+    found = run_reads.landed(spark, "bad-1", engine.transactions, root, "fine", run, engine.target("fine"))
+    assert found is not None and [m["batch_id"] for m in found.manifests] == ["000001"]
+    for table in [*BAD_SYNCS, "deep"]:
+        with pytest.raises(BatchError, match=r"Batch 000001: manifest\.json"):
+            run_reads.landed(spark, "bad-1", engine.transactions, root, table, [], engine.target(table))
