@@ -72,12 +72,7 @@ def carry_not_null(spark: SparkSession, invocation_id: str, table: str) -> list[
     required = [f.name for f in spark.table(derived.history).schema if not f.nullable and f.name.lower() in taken]
     if not required:
         return []
-    prefix = "delta.constraints."
-    existing = {
-        r["key"][len(prefix) :]: r["value"].strip().lower()
-        for r in spark.sql(f"show tblproperties {table}").collect()
-        if r["key"].startswith(prefix)
-    }
+    existing = _checks(spark, table)
     added = []
     for column in required:
         check = not_null_check(column, EXEMPT[derived.kind])
@@ -90,6 +85,34 @@ def carry_not_null(spark: SparkSession, invocation_id: str, table: str) -> list[
     return added
 
 
+def loosen_not_null(spark: SparkSession, table: str, derived: Derived) -> list[str]:
+    """Before new rows reach `table`: drop the CHECK constraints carry_not_null added for columns
+    its history table no longer holds NOT NULL (the source's `not_null` taken out of its YAML:
+    history/table.py, add_new_columns), so that their NULLs from then on can be written.
+    Returns their names."""
+    taken = {c.lower() for c in derived.columns}
+    nullable = [f.name for f in spark.table(derived.history).schema if f.nullable and f.name.lower() in taken]
+    existing = _checks(spark, table)
+    dropped = []
+    for column in nullable:
+        check, stem = not_null_check(column, EXEMPT[derived.kind]).lower(), _stem(column)
+        for name, value in existing.items():
+            if value == check and (name == stem or name.startswith(f"{stem}_")):
+                spark.sql(f"alter table {table} drop constraint {q(name)}")
+                dropped.append(name)
+    return dropped
+
+
+def _checks(spark: SparkSession, table: str) -> dict[str, str]:
+    """The table's CHECK constraints: name to its condition, in lower case."""
+    prefix = "delta.constraints."
+    return {
+        r["key"][len(prefix) :]: r["value"].strip().lower()
+        for r in spark.sql(f"show tblproperties {table}").collect()  # a command on Delta's log: no Spark job
+        if r["key"].startswith(prefix)
+    }
+
+
 def not_null_check(column: str, exempt: tuple[str, str] | None) -> str:
     check = f"{q(column)} is not null"
     return check if exempt is None else f"{check} or {q(exempt[0])} = {lit(exempt[1])}"
@@ -98,9 +121,13 @@ def not_null_check(column: str, exempt: tuple[str, str] | None) -> str:
 def _free_name(column: str, taken: Mapping[str, str]) -> str:
     """`<column>_not_null` (dbt's contracts name theirs so too: the adapter's delta_checks), with
     a number after it when two columns' names differ only where a constraint name cannot."""
-    stem = "".join(c if c.isalnum() else "_" for c in column.lower()) + "_not_null"
+    stem = _stem(column)
     name, n = stem, 1
     while name in taken:
         n += 1
         name = f"{stem}_{n}"
     return name
+
+
+def _stem(column: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in column.lower()) + "_not_null"

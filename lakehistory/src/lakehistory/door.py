@@ -310,12 +310,15 @@ def follow_history(
     """While dbt compiles an events or states model (`kind`) over `history`: on an incremental
     build, the data columns `history` gained since `table` was last built are added to it (spec
     rule 17), as the `_hx` builds add them, then the model's own columns (name to type) `table`
-    lacks, made by an earlier release of lakehistory. Returns the columns added. The history
+    lacks, made by an earlier release of lakehistory, and the CHECK constraints of columns the
+    history table no longer holds NOT NULL are dropped. Returns the columns added. The history
     table is remembered for the model's post-hook (`carry_not_null`)."""
     ctx = Context.of(context)
-    derived.compiled(ctx.invocation_id, table, derived.Derived(history, tuple(columns), kind))
+    follows = derived.Derived(history, tuple(columns), kind)
+    derived.compiled(ctx.invocation_id, table, follows)
     if not incremental:
         return []
+    derived.loosen_not_null(spark, table, follows)
     added = derived.take_new_columns(spark, table, columns, lambda: dict(spark.table(history).dtypes))
     return added + derived.take_new_columns(spark, table, list(own_columns), lambda: dict(own_columns))
 

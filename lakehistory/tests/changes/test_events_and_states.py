@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from harness import DbtProject, copy_project, examples, unique_schema
 from lakehistory import derived
 from lakehistory.history import apply
-from lakehistory.landing.batch import ONE_MS, Column
+from lakehistory.landing.batch import ONE_MS, Column, SchemaChange
 from lakehistory.names import ACTIVE, END, START
 from oracle.fivetran import apply_batch
 from oracle.replay import DELETE, INSERT, UPDATE_FROM, UPDATE_TO, decode, replay_events, replay_states
@@ -656,3 +656,19 @@ def test_a_column_the_source_declares_not_null_is_checked_in_events_and_states(
         (2, "DELETE", "shut"),
     ]
     assert len(checks("gate_events")) == 1 and len(checks("gate_states")) == 1, "added once"
+
+    # The constraint taken out of the source's YAML leaves the history table and both derived
+    # tables, and a batch may then drop the column (before: the constraint stayed everywhere, and
+    # that batch failed every run).
+    HistoryCase(project, "gate", columns, ["gate_id"])
+    kept = [c for c in columns if c.name != "gate state"]
+    third = batch("gate", kept, "gate_id", 3, "carol", [version(T(3), gate_id=1, note="z")])
+    case.land(dataclasses.replace(third, schema_changes=[SchemaChange("drop_column", "gate state", T(3))]))
+    run(project, "gate")
+    assert {f.name: f.nullable for f in project.spark.table(f"`{project.schema}`.`gate`").schema}["gate state"]
+    assert checks("gate_events") == {} and checks("gate_states") == {}
+    events = read(project, "gate_events", "_hist_trans_id, gate_id, _hist_event")
+    assert [(e["_hist_event"], e["gate state"], e["note"]) for e in events[-2:]] == [
+        (UPDATE_FROM, "ajar", "y"),
+        (UPDATE_TO, None, "z"),
+    ]

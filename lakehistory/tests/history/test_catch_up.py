@@ -322,7 +322,7 @@ def test_the_landing_reads_the_same_through_hadoop_and_through_spark_alone(
         return listing.names, {t: {n: _shown(v) for n, v in found.items()} for t, found in read.items()}
 
     through_hadoop = read()
-    monkeypatch.setattr(folders, "_hadoop", lambda spark: None)
+    monkeypatch.setattr(folders, "hadoop_filesystem", lambda spark: None)
     through_spark = read()
     names, manifests = through_hadoop
     assert names == {

@@ -232,9 +232,13 @@ def test_what_a_landing_says_of_its_syncs() -> None:
     b = [{"batch_id": "000007", "sync": sync, "author": "x", "app_id": "y"}]
     found, errors = gather({"a": a, "b": b})
     assert found == {"c-1": SyncOf("c-1", 1, ("a", "b"), "x", "y")} and errors == {}
-    c = [{"batch_id": "000003", "sync": {**sync, "sequence": 2}, "author": "x", "app_id": "y"}]
+    c = [{"batch_id": "000003", "sync": {**sync, "sequence": 2, "tables": ["a", "c"]}, "author": "x", "app_id": "y"}]
     _, errors = gather({"a": a, "c": c})
     assert set(errors) == {"a", "c"} and "000001" in str(errors["c"]) and "000003" in str(errors["a"])
+    # a sync that does not say what it must is its own table's problem, named by its batch
+    bad = [{"batch_id": "000004", "sync": {"id": "c-2", "tables": ["d"]}}]
+    _, errors = gather({"a": a, "b": b, "d": bad})
+    assert set(errors) == {"d"} and "000004" in str(errors["d"]) and "needs a 'sequence'" in str(errors["d"])
 
     good = b'{"id": "c-1", "sequence": 1, "tables": ["a", "m"], "author": "x", "app_id": "y"}'
     assert parse_sidecar("2024-01-01.sync.json", good, "m") == SyncOf("c-1", 1, ("a", "m"), "x", "y")

@@ -55,6 +55,7 @@ from lakehistory.history.table import (
     add_new_columns,
     create_table,
     layout_of,
+    loosened_columns,
     missing_columns,
 )
 from lakehistory.history.transactions import COLUMNS
@@ -121,7 +122,7 @@ def apply_pending(
     with own_session(spark) as own:
         layout = layout_of(own, staged, keys, deleted_column, table=target)
         staged_batches = _staged_batches(own, staged, layout.keys[0])
-        ready = exists and not missing_columns(own, target, layout)
+        ready = exists and not missing_columns(own, target, layout) and not loosened_columns(own, target, layout)
         # Staging found every landed batch recorded. Unless the table holds a commit the ledger
         # lacks (a stopped revert, capture or cleanup), it is left as it is, checked as every run
         # checks it, without waiting for the writer lock.

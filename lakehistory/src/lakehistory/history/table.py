@@ -199,9 +199,20 @@ def missing_columns(spark: SparkSession, target: str, layout: Layout) -> list[st
     return [name for name in names if name not in stored]
 
 
+def loosened_columns(spark: SparkSession, target: str, layout: Layout) -> list[str]:
+    """The table's NOT NULL source columns that the source no longer declares NOT NULL (its
+    `not_null` constraint taken out of the YAML)."""
+    declared = {*layout.keys, *layout.data}
+    return [f.name for f in spark.table(target).schema if not f.nullable and f.name in declared - layout.not_null]
+
+
 def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
     """Rule 17 "add the column": a column the rows bring that the table lacks joins the table
-    next to the source columns (its own commit, before the group's: a rerun finds it there)."""
+    next to the source columns (its own commit, before the group's: a rerun finds it there). A
+    column the source no longer declares NOT NULL loses the constraint (so a batch may then drop
+    it, and the derived tables' CHECKs follow: derived.carry_not_null)."""
+    for name in loosened_columns(spark, target, layout):
+        spark.sql(f"alter table {target} alter column {q(name)} drop not null")
     added = missing_columns(spark, target, layout)
     if not added:
         return

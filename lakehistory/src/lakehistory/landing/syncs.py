@@ -59,15 +59,15 @@ def gather(pending: Mapping[K, Iterable[dict[str, Any]]]) -> tuple[dict[str, Syn
         for manifest in pending[key]:
             try:
                 if manifest.get("sync") is not None:
-                    check_sync(manifest["_folder_name"], "manifest.json", manifest["sync"], str(manifest.get("table")))
+                    folder = str(manifest.get("_folder_name") or manifest.get("batch_id"))
+                    check_sync(folder, "manifest.json", manifest["sync"], _name(key))
                 sync = SyncOf.of(manifest.get("sync"), manifest.get("author"), manifest.get("app_id"))
             except BatchError as exc:
                 errors.setdefault(key, exc)
                 continue
             if sync is None:
                 continue
-            table = key
-            first = syncs.setdefault(sync.id, (sync, table, manifest["batch_id"]))
+            first = syncs.setdefault(sync.id, (sync, key, manifest["batch_id"]))
             if first[0] != sync:
                 error = batch_error(
                     manifest["batch_id"],
@@ -76,12 +76,13 @@ def gather(pending: Mapping[K, Iterable[dict[str, Any]]]) -> tuple[dict[str, Syn
                     f" {list(first[0].tables)}, {first[0].sequence}, {first[0].author!r} and {first[0].app_id!r}."
                     " Every batch of a sync must say the same of it",
                 )
-                errors.setdefault(table, error)
+                errors.setdefault(key, error)
                 errors.setdefault(first[1], error)
     return {sync_id: found[0] for sync_id, found in syncs.items()}, errors
 
 
 def _name(key: str | tuple[str, str, str | None]) -> str:
+    """The landed table's name of a table or stream (landing root, table, history table)."""
     return key if isinstance(key, str) else key[1]
 
 
