@@ -62,9 +62,11 @@ class Engine:
         key: Sequence[str],
         invocation_id: str = "",
         run_tables: Sequence[str] = (),
+        project: Sequence[str] = (),
     ) -> None:
         """Stage the table's landed batches, as its model's staging does; `run_tables`: the
-        landed tables of the invocation `invocation_id`, when this is its first staging."""
+        landed tables of the invocation `invocation_id`, when this is its first staging, and
+        `project` those the project has history models of."""
         register_pending_batches(
             self.project.spark,
             f"__lakehistory_pending__{table}",
@@ -76,6 +78,7 @@ class Engine:
             invocation_id,
             [(str(self.project.landing), t, self.target(t)) for t in run_tables],
             history=self.target(table),
+            project_tables=[(str(self.project.landing), t, "batches") for t in project],
         )
 
     def apply_staged(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from collections.abc import Sequence
 
 import pytest
 from engine_case import Engine
@@ -78,11 +79,15 @@ def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(module, name, type(getattr(module, name))())
 
 
-def run(engine: Engine, tables: list[str], invocation: str, threads: bool = False) -> None:
+def run(engine: Engine, tables: list[str], invocation: str, threads: bool = False, project: Sequence[str] = ()) -> None:
     """One dbt invocation of the tables' models: staged (the first staging reads them all), then
-    applied in `tables` order, or each in its own thread as dbt's threads would."""
+    applied in `tables` order, or each in its own thread as dbt's threads would. `project`: every
+    table the project has a history model of (the invocation may select fewer)."""
     for i, table in enumerate(tables):
-        engine.stage(table, COLUMNS, ["id"], invocation, run_tables=tables if i == 0 else ())
+        first = i == 0
+        engine.stage(
+            table, COLUMNS, ["id"], invocation, run_tables=tables if first else (), project=project if first else ()
+        )
     history = [*tables]
 
     def one(table: str) -> None:

@@ -34,13 +34,15 @@
   {%- if not lakehistory._builds() -%}
     {{ return(adapter.quote(view)) }}
   {%- endif -%}
+  {%- set read_for_run = lakehistory._engine('landing_read_for_run') -%}
   {%- do lakehistory._engine('stage_batches', {
       'view': view,
       'landing_root': landed.landing_root,
       'table': table_name,
       'key': landed.key,
       'columns': landed.columns,
-      'run_tables': [] if lakehistory._engine('landing_read_for_run') else lakehistory._run_landed_tables(),
+      'run_tables': [] if read_for_run else lakehistory._run_landed_tables(),
+      'project_tables': [] if read_for_run else lakehistory._project_landed_tables(),
       'app_id_required': lakehistory._feeds_feature_states(model.unique_id),
       'not_null': landed.not_null,
       'history_table': history | string if history else none,
@@ -78,6 +80,28 @@
                                    or (source.source_meta or {}).get('lakehistory', {}).get('landing_root')) -%}
         {%- if root and (source.meta or {}).get('lakehistory', {}).get('key') and [root, source.name, history] not in tables -%}
           {%- do tables.append([root, source.name, history]) -%}
+        {%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(tables) }}
+{% endmacro %}
+
+
+{#- Every landed table of the project that something applies, as [landing_root, table, kind]
+    triples: 'batches' for the sources of history models, 'extract' for those of snapshots. A
+    sync may name only these: a table no model reads would never apply its share of the sync. -#}
+{% macro _project_landed_tables() %}
+  {%- set tables = [] -%}
+  {%- for node in graph.nodes.values() -%}
+    {%- set kind = 'batches' if lakehistory._is_history_node(node) else ('extract' if node.resource_type == 'snapshot' else none) -%}
+    {%- if kind -%}
+      {%- for source_id in lakehistory._upstream_through_ephemerals(node) -%}
+        {%- set source = graph.sources.get(source_id) -%}
+        {%- set root = source and ((source.meta or {}).get('lakehistory', {}).get('landing_root')
+                                   or (source.source_meta or {}).get('lakehistory', {}).get('landing_root')) -%}
+        {%- if root and [root, source.name, kind] not in tables -%}
+          {%- do tables.append([root, source.name, kind]) -%}
         {%- endif -%}
       {%- endfor -%}
     {%- endif -%}

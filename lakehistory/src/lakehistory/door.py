@@ -97,11 +97,14 @@ def stage_batches(
     app_id_required: bool,
     not_null: Sequence[str],
     history_table: str | None = None,
+    project_tables: Sequence[Sequence[str]] = (),
 ) -> None:
     """A landed table's pending batches, read, validated and typed, as the temp view `view`.
     `app_id_required`: feature states are built from the history table. `not_null`: the columns
     the source declares NOT NULL. `history_table`: the history table they are staged for (None:
-    the staging feeds no history model), whose own record says which batches are applied."""
+    the staging feeds no history model), whose own record says which batches are applied.
+    `project_tables`: every landed table something of the project applies (run_reads.py), sent
+    with `run_tables` by the invocation's first staging."""
     ctx = Context.of(context)
     staging.register_pending_batches(
         spark,
@@ -116,6 +119,7 @@ def stage_batches(
         app_id_required,
         not_null,
         history_table or None,
+        project_tables,
     )
 
 

@@ -224,6 +224,27 @@ def test_batches_that_say_different_things_of_one_sync_are_refused(
         run(engine, ["odd_c"], "odd-2")
 
 
+def test_a_run_of_some_tables_reserves_the_syncs_before_theirs_that_their_syncs_other_tables_owe(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sync 1 holds table a, sync 2 tables a and b; a run of b alone (a schedule per table) reads
+    a's pending syncs too, so sync 1 takes its id before sync 2, and a's run applies both in
+    order (before: sync 2 took the id before sync 1's, and every run of a was refused for good).
+    A sync that names a table no model of the project reads is refused, naming it."""
+    new_process(monkeypatch)
+    tables = land_syncs(engine, "sel", {1: ["a"], 2: ["a", "b"]})
+    run(engine, ["sel_b"], "sel-1", project=tables)
+    new_process(monkeypatch)
+    run(engine, ["sel_a"], "sel-2", project=tables)
+    got = ids_by_sync(engine, "sel")
+    base = got["sel-s1"][0][0] - 1
+    assert got == {"sel-s1": [(base + 1, "sel_a")], "sel-s2": [(base + 2, "sel_a"), (base + 2, "sel_b")]}
+    new_process(monkeypatch)
+    engine.land("sel_b", [batch("sel_b", 3, Sync("sel-s3", 3, ("sel_b", "sel_ghost")), {1: "x"})])
+    with pytest.raises(BatchError, match="names table 'sel_ghost', but no history model"):
+        run(engine, ["sel_b"], "sel-3", project=tables)
+
+
 def test_what_a_landing_says_of_its_syncs() -> None:
     """No Spark: the syncs of pending manifests, a contradiction refused for both tables it
     involves, and an extract's sync file read or refused with what is wrong in it."""

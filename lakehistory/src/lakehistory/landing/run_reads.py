@@ -18,12 +18,13 @@ process (a commit a killed run left unrecorded) is dropped again before it is ap
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from .manifests import Landed, read_landed
-from .spec import BatchError
+from .spec import BatchError, batch_error
 from .syncs import SyncOf, gather
 
 _lock = threading.Lock()
@@ -49,11 +50,14 @@ def landed(
     table: str,
     run_tables: Sequence[Sequence[str]],
     history: str | None = None,
+    project_tables: Sequence[Sequence[str]] = (),
 ) -> Landed | None:
     """`table`'s answer as the history table `history` applies it (None: any), read with those of
     every table of `run_tables` ([landing root, table, history table or ''] triples) by the
     invocation's first call; None when there is none to take (the caller reads the table alone).
-    Raises the BatchError of a table whose manifests are bad."""
+    Raises the BatchError of a table whose manifests are bad. `project_tables`: [landing root,
+    table, kind] of every landed table the project applies ('batches' or 'extract'), sent with
+    `run_tables`; the pending syncs of the tables a run's syncs name are read with its own."""
     if not invocation_id:
         return None
     key = (invocation_id, transactions)
@@ -64,7 +68,8 @@ def landed(
             _runs.clear()  # one invocation at a time per process: the last one's answers are stale
             _syncs.clear()
             streams = {(str(t[0]), str(t[1]), (str(t[2]) if len(t) > 2 else "") or None) for t in run_tables}
-            _runs[key], _syncs[key] = _read(spark, transactions, streams)
+            project = {(str(t[0]), str(t[1])): str(t[2]) for t in project_tables}
+            _runs[key], _syncs[key] = _read(spark, transactions, streams, project)
         found = _runs[key].pop((landing_root, table, history or None), None)
     if isinstance(found, BatchError):
         raise found
@@ -78,18 +83,85 @@ def pending_syncs(invocation_id: str, transactions: str | None) -> dict[str, Syn
         return dict(_syncs.get((invocation_id, transactions), {}))
 
 
+Stream = tuple[str, str, str | None]  # landing root, table, history table
+
+
 def _read(
-    spark: SparkSession, transactions: str | None, streams: set[tuple[str, str, str | None]]
-) -> tuple[dict[tuple[str, str, str | None], Landed | BatchError], dict[str, SyncOf]]:
-    answers: dict[tuple[str, str, str | None], Landed | BatchError] = {}
+    spark: SparkSession, transactions: str | None, streams: set[Stream], project: Mapping[tuple[str, str], str]
+) -> tuple[dict[Stream, Landed | BatchError], dict[str, SyncOf]]:
+    answers: dict[Stream, Landed | BatchError] = {}
     for root in sorted({root for root, _, _ in streams}):
         asked = [(name, history) for r, name, history in streams if r == root]
         for (name, history), found in read_landed(spark, transactions, root, asked).items():
             answers[(root, name, history)] = found
-    pending = {
-        key: [m for m in found.manifests if m.get("batch_id") not in found.applied.batch_ids]
-        for key, found in answers.items()
-        if not isinstance(found, BatchError)
-    }
+    pending = {key: _pending(found) for key, found in answers.items() if not isinstance(found, BatchError)}
+    refused = _read_beside(spark, transactions, pending, project) if project else {}
     syncs, errors = gather(pending)
-    return {key: errors.get(key) or found for key, found in answers.items()}, syncs
+    return {key: refused.get(key) or errors.get(key) or found for key, found in answers.items()}, syncs
+
+
+def _pending(found: Landed) -> list[dict[str, Any]]:
+    return [m for m in found.manifests if m.get("batch_id") not in found.applied.batch_ids]
+
+
+def _read_beside(
+    spark: SparkSession,
+    transactions: str | None,
+    pending: dict[Stream, list[dict[str, Any]]],
+    project: Mapping[tuple[str, str], str],
+) -> dict[Stream, BatchError]:
+    """Add to `pending` the pending manifests of the tables the run's syncs name that it does not
+    stage itself (a run of some models only: `dbt run --select`, a schedule per table), so that
+    their syncs are reserved with the run's, in sync order: ids then follow the syncs' order,
+    whatever a run selects. A sync is one source's: its tables are under the landing root of the
+    batch that names it. Returns the error of each run's stream that has a batch of a sync
+    naming a table the project does not apply (its transaction would never be whole) or whose
+    landing cannot be read (its earlier syncs are unknown)."""
+    refused: dict[Stream, BatchError] = {}
+    own = set(pending)
+    staged = {(root, table) for root, table, _ in pending}
+    beside_read: set[tuple[str, str]] = set()
+    for _ in range(10):  # a table beside may name syncs of further tables
+        wanted: dict[tuple[str, str], list[tuple[Stream, dict[str, Any]]]] = {}
+        for key, manifests in pending.items():
+            for manifest in manifests:
+                tables = (manifest.get("sync") or {}).get("tables")
+                for table in tables if isinstance(tables, list) else ():
+                    if isinstance(table, str) and (key[0], table) not in staged | beside_read:
+                        wanted.setdefault((key[0], table), []).append((key, manifest))
+        to_read = sorted(t for t in wanted if project.get(t) == "batches")
+        for (root, table), namers in wanted.items():
+            if project.get((root, table)) is None:
+                for key, manifest in namers:
+                    if key in own:
+                        refused.setdefault(key, _unapplied(manifest, table, root))
+        beside_read.update(wanted)
+        if not to_read:
+            return refused
+        for root in sorted({root for root, _ in to_read}):
+            found = read_landed(spark, transactions, root, [(t, None) for r, t in to_read if r == root])
+            for (table, _), landed in found.items():
+                if isinstance(landed, BatchError):
+                    for key, manifest in wanted[(root, table)]:
+                        if key in own:
+                            refused.setdefault(key, _unknown(manifest, table, landed))
+                else:
+                    pending[(root, table, None)] = _pending(landed)
+    return refused
+
+
+def _unapplied(manifest: dict[str, Any], table: str, root: str) -> BatchError:
+    return batch_error(
+        manifest["_folder_name"],
+        f"belongs to sync {manifest['sync'].get('id')}, which names table {table!r}, but no history model or snapshot"
+        f" of the project reads {table} from {root}: the sync's transaction would never be whole. Add a model"
+        " of it, or land the sync without it",
+    )
+
+
+def _unknown(manifest: dict[str, Any], table: str, refusal: BatchError) -> BatchError:
+    return batch_error(
+        manifest["_folder_name"],
+        f"belongs to sync {manifest['sync'].get('id')}, which names table {table!r}, whose landing cannot be read"
+        f" ({refusal}): its earlier syncs must be known before this sync's id is reserved. Repair that batch",
+    )

@@ -37,13 +37,16 @@ def register_pending_batches(
     app_id_required: bool = False,
     not_null: Sequence[str] = (),
     history: str | None = None,
+    project_tables: Sequence[Sequence[str]] = (),
 ) -> None:
     """For `lakehistory.landing_batches` (lakehistory.door): stage, validate and register the pending
     batches of `table` as the temp view `view`. `run_tables`: every [landing root, table] the
     invocation `invocation_id` stages, sent by its first staging, which reads them all
     (run_reads.py). `app_id_required`: feature states are built from the table. `not_null`: the
     columns the source declares NOT NULL. `history`: the history table the batches are staged for,
-    whose own record says which are applied (None: applied by any history table)."""
+    whose own record says which are applied (None: applied by any history table).
+    `project_tables`: [landing root, table, kind] of every landed table the project applies
+    (run_reads.py), sent with `run_tables`."""
     spec = TableSpec(
         table=table,
         key=tuple(key),
@@ -51,7 +54,9 @@ def register_pending_batches(
         app_id_required=app_id_required,
         not_null=frozenset(not_null),
     )
-    found = run_reads.landed(spark, invocation_id, transactions, landing_root, table, run_tables, history)
+    found = run_reads.landed(
+        spark, invocation_id, transactions, landing_root, table, run_tables, history, project_tables
+    )
     staged = stage_pending_batches(spark, landing_root, spec, transactions, found, history)
     staged.createOrReplaceTempView(view)
 
