@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from engine_case import OPEN, VERSIONING, Engine
+from sync_case import new_process
 from test_as_a_package import DBT_PROJECT, MODEL
 
 from harness import REPO_ROOT, DbtProject, unique_schema
-from lakehistory.history import lock
+from lakehistory.history import apply, lock
 from lakehistory.history.apply import apply_pending
 from lakehistory.history.transactions import LAYOUT, create_sql, ensure_transactions_table
 from lakehistory.landing import run_reads
@@ -293,3 +294,31 @@ def test_a_bad_manifest_is_its_own_tables_problem_and_names_its_batch(engine: En
     for table in [*BAD_SYNCS, "deep"]:
         with pytest.raises(BatchError, match=r"Batch 000001: manifest\.json"):
             run_reads.landed(spark, "bad-1", engine.transactions, root, table, [], engine.target(table))
+
+
+def test_a_commit_whose_record_was_cut_off_by_an_error_is_recorded_before_any_other_id(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MERGE's call raised after Delta committed (an interrupt in its post-commit work, a
+    Connect stream lost after the server committed): the lock is let go as not clean, so the
+    next process's writer of another table records the commit before it takes an id (before:
+    the lock said clean, the other table reused the id, and the first table's recovery was
+    refused on every run)."""
+    columns = [Column("id", "bigint"), Column("name", "string")]
+    engine.land("cut_off", [one_row("cut_off", 1)])
+    engine.land("after_it", [one_row("after_it", 1)])
+    new_process(monkeypatch)
+
+    def lost(*args: object) -> None:
+        raise RuntimeError("the stream was lost after the server committed")
+
+    with monkeypatch.context() as patched, pytest.raises(RuntimeError, match="stream was lost"):
+        patched.setattr(apply, "own_commit", lost)
+        engine.apply("cut_off", columns, ["id"])
+    new_process(monkeypatch)  # the process exits (letting go of the lock), another one starts
+    engine.stage("after_it", columns, ["id"])
+    engine.apply_staged("after_it", columns, ["id"], history_tables=["cut_off", "after_it"])
+    engine.stage("cut_off", columns, ["id"])
+    assert engine.apply_staged("cut_off", columns, ["id"], history_tables=["cut_off", "after_it"])["batches"] == 0
+    (committed,) = engine.ids_of("cut_off")
+    assert engine.ids_of("after_it") == [committed + 1]

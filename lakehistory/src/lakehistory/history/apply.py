@@ -26,9 +26,10 @@ column, the first group's changes of step 3 are computed before it, while other 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,7 +64,7 @@ from lakehistory.landing import extracts, run_reads
 from lakehistory.landing.syncs import SyncOf
 from lakehistory.sql import q
 
-__all__ = ["HistoryError", "apply_pending", "record_commits", "recover", "run_transaction"]
+__all__ = ["HistoryError", "apply_pending", "committing", "record_commits", "recover", "run_transaction"]
 
 # Which dbt invocations have read the transactions table afresh (it may have been changed by
 # hand between two invocations of one process).
@@ -321,6 +322,18 @@ def run_transaction(
             rows = rows.withColumns({name: F.lit(value).cast("string") for name, value in shared.items()})
         ledger.insert_transactions(spark, transactions, rows.localCheckpoint(), txn_id)
     return txn_id
+
+
+@contextlib.contextmanager
+def committing(targets: Sequence[str]) -> Iterator[None]:
+    """From before a commit of the history tables `targets` until its transactions are recorded,
+    the tables count as holding a commit the transactions table lacks (lock.unrecorded): whatever
+    stops the block in between (an error raised after Delta committed, Ctrl-C while a dbt thread
+    sits here, a lost Connect stream) leaves them so, the writer lock is let go as not clean, and
+    the next writer records the commit before it takes an id."""
+    lock.unrecorded.update(targets)
+    yield
+    lock.unrecorded.difference_update(targets)
 
 
 def record_commits(
@@ -642,10 +655,11 @@ def _apply_group(
     # The commit carries the group's transactions; a group that changes nothing (a re-delivered
     # batch) still commits, so that its transactions are on record in the table too.
     lock.check_held()
-    with session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}):
-        write_group(spark, target, layout, versions, version, changes, group[:n])
-    commit = own_commit(spark, target, txns)
-    record_commits(spark, transactions, [(target, commit)], uuid_sql, stop=_reached)
+    with committing([target]):
+        with session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}):
+            write_group(spark, target, layout, versions, version, changes, group[:n])
+        commit = own_commit(spark, target, txns)
+        record_commits(spark, transactions, [(target, commit)], uuid_sql, stop=_reached)
     _reached("recorded")
     outcome.batches += n
     outcome.groups += 1
