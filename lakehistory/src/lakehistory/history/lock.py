@@ -51,6 +51,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from lakehistory.history.session import writer_turn
 from lakehistory.history.table import HistoryError
 from lakehistory.history.transactions import create_if_missing
 
@@ -68,7 +69,7 @@ _active = threading.local()
 unrecorded: set[str] = set()
 UNRECORDED = "unrecorded commits in: "
 log = logging.getLogger(__name__)
-in_process = threading.RLock()
+in_process = writer_turn
 
 
 class WriterBusyError(HistoryError):

@@ -10,10 +10,16 @@ a SHOW TABLES of theirs never lists a view that is gone a moment later.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
+
+# The turn of one dbt thread of the process to write transactions (lock.in_process, which holds
+# it around each history apply's writes); over Spark Connect, also around each history apply's
+# statements in dbt's session (own_session). One lock for both, so no two threads wait on each other.
+writer_turn = threading.RLock()
 
 
 @contextmanager
@@ -24,9 +30,12 @@ def own_session(spark: SparkSession) -> Iterator[SparkSession]:
 
     Over Spark Connect the block gets `spark` itself: the server keeps a checkpointed DataFrame
     (the staged batches are one) with the session that made it, so a server-side copy of the
-    session cannot read them. The `connect` target runs one dbt thread for that reason."""
+    session cannot read them. Such blocks then take turns in the process (`writer_turn`):
+    their temporary views and settings are the session's, and two dbt threads must not share them
+    at once. dbt's own statements in other threads run meanwhile; they read none of these views."""
     if getattr(spark, "_jsparkSession", None) is None:
-        yield spark
+        with writer_turn:
+            yield spark
         return
     # Classic PySpark has no cloneSession of its own: the JVM session's copy, wrapped. Not stopped
     # after the block: stopping a classic session stops the SparkContext the two share.
