@@ -12,15 +12,18 @@ from pathlib import Path
 
 import pytest
 from engine_case import OPEN, VERSIONING, Engine
+from sync_case import COLUMNS as SYNC_COLUMNS
+from sync_case import batch as sync_batch
 from sync_case import new_process
+from sync_case import run as run_syncs
 from test_as_a_package import DBT_PROJECT, MODEL
 
 from harness import REPO_ROOT, DbtProject, unique_schema
 from lakehistory.history import apply, lock
-from lakehistory.history.apply import apply_pending
+from lakehistory.history.apply import HistoryError, apply_pending
 from lakehistory.history.transactions import LAYOUT, create_sql, ensure_transactions_table
 from lakehistory.landing import run_reads
-from lakehistory.landing.batch import TMAX, Batch, Column
+from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.landing.spec import BatchError
 from lakehistory.landing.write import write_batch
 from lakehistory.names import END, START
@@ -322,3 +325,39 @@ def test_a_commit_whose_record_was_cut_off_by_an_error_is_recorded_before_any_ot
     assert engine.apply_staged("cut_off", columns, ["id"], history_tables=["cut_off", "after_it"])["batches"] == 0
     (committed,) = engine.ids_of("cut_off")
     assert engine.ids_of("after_it") == [committed + 1]
+
+
+def test_an_operation_on_a_table_that_owes_a_reserved_sync_is_refused_and_an_undo_of_a_sync_is_whole(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sync 2 of tables a and b is reserved and applied by a alone: b owes it. A revert or a
+    cleanup of b would take a later id first and b could never apply the sync; an undo of the sync
+    would undo a's part only. Each is refused, naming the sync; once b applied it, they go on."""
+    new_process(monkeypatch)
+    for name in ("owe_a", "owe_b"):
+        engine.land(name, [sync_batch(name, 1, None, {1: "one"})])
+        engine.apply(name, SYNC_COLUMNS, ["id"])
+    sync = Sync("owe-s2", 2, ("owe_a", "owe_b"))
+    for name in ("owe_a", "owe_b"):
+        engine.land(name, [sync_batch(name, 2, sync, {1: "two"})])
+    run_syncs(engine, ["owe_a"], "owe-1", project=["owe_a", "owe_b"])
+    (first_b,) = engine.ids_of("owe_b")
+    synced = max(engine.ids_of("owe_a"))
+    with pytest.raises(HistoryError, match="owes the sync.*owe-s2"):
+        engine.revert(["owe_b"], ["id"], to_txn=first_b)
+    with pytest.raises(HistoryError, match="owes the sync.*owe-s2"):
+        apply.run_transaction(
+            engine.project.spark,
+            engine.transactions,
+            [engine.target("owe_a"), engine.target("owe_b")],
+            engine.uuid_sql,
+            engine.writer_lock,
+            statements=[],
+            row="select 1",
+            versioned=engine.target("owe_b"),
+        )
+    with pytest.raises(HistoryError, match="owe_b have not applied"):
+        engine.revert(["owe_a", "owe_b"], ["id"], undo_txn=synced, named=False)
+    run_syncs(engine, ["owe_b"], "owe-2", project=["owe_a", "owe_b"])
+    assert sorted(engine.ids_of("owe_b")) == [first_b, synced]
+    assert engine.revert(["owe_a", "owe_b"], ["id"], undo_txn=synced, named=False)["transaction"] == synced + 1

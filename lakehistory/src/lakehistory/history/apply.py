@@ -294,6 +294,8 @@ def run_transaction(
         _, state = _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql, versioned)
         state = state or ledger.recorded(spark, transactions, versioned)
         _refuse_during_stopped_revert(spark, transactions, versioned, state)
+        if capture_of is None and (owed := syncs.owed(spark, transactions, versioned, state)):
+            raise HistoryError(syncs.owed_message("cleanup", versioned, owed))
         sync = extracts.staged_sync(capture_of) if capture_of else None
         if sync is None:
             txn_id, started_at = state.last_id + 1, ledger.transaction_times(state.last_started, 1)[0]

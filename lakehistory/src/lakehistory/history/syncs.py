@@ -32,7 +32,7 @@ from lakehistory.history.session import session_conf
 from lakehistory.history.table import HistoryError
 from lakehistory.history.transactions import OPERATION_SYNC_PREFIX, SYNCS_COLUMNS, syncs_relation
 from lakehistory.landing.syncs import SyncOf
-from lakehistory.sql import q
+from lakehistory.sql import lit, q
 
 
 @dataclass(frozen=True)
@@ -260,3 +260,36 @@ def stopped_operation_message(spark: SparkSession, transactions: str, txn_id: in
     """Why a table a stopped revert or undo (transaction `txn_id`) holds takes no transaction."""
     stopped = [o for o in operations(spark, transactions) if o.reserved.txn_id == txn_id]
     return stopped[0].stopped_message() if stopped else f"revert transaction {txn_id} is not complete"
+
+
+def owed(spark: SparkSession, transactions: str, history: str, state: ledger.Recorded) -> list[tuple[str, int]]:
+    """The landed syncs reserved after the history table's last transaction (`state`) that name
+    a landed table it applies: (sync id, transaction id), in id order. The table owes them: a
+    transaction of its own with a later id first (a cleanup, revert, rewind, undo) would leave
+    it unable to apply them, since a table's ids only go forward. Two small reads, an operation's."""
+    return [
+        (r.sync_id, int(r.txn_id))
+        for r in spark.sql(
+            f"""
+            select s.`sync_id`, s.`txn_id`
+            from {syncs_relation(transactions)} as s
+            where s.`txn_id` > {int(state.history_last_id)}
+              and not startswith(s.`sync_id`, {lit(OPERATION_SYNC_PREFIX)})
+              and exists (
+                select 1 from {transactions} as t
+                where lower(replace(t.`history_table`, '`', '')) = {lit(history.replace("`", "").lower())}
+                  and t.`operation` = 'batch' and array_contains(s.`tables`, t.`source_table`)
+              )
+            order by s.`txn_id`
+            """
+        ).collect()  # the syncs reserved and not yet applied: a handful
+    ]
+
+
+def owed_message(operation: str, history: str, found: list[tuple[str, int]]) -> str:
+    listed = ", ".join(f"{sync_id} (transaction {txn_id})" for sync_id, txn_id in found)
+    return (
+        f"{operation} of {history} refused: the table owes the sync(s) {listed}, reserved before this {operation}"
+        f" would take its transaction, and a table's transactions only go forward. Apply them first (run its"
+        f" history model), then {operation} again. Nothing was changed."
+    )

@@ -38,6 +38,7 @@ from lakehistory.history.apply import committing, record_commits, recover
 from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.table import HistoryError, Versioning
+from lakehistory.history.transactions import OPERATION_SYNC_PREFIX, syncs_relation
 from lakehistory.names import VALID_FROM, VALID_TO
 from lakehistory.sql import cols, q, same_key
 
@@ -137,6 +138,7 @@ def revert(
         chosen, left = _chosen(asked_for, rows, operation, asked, named)
         if stopped is None:
             _check(spark, log, chosen, versioning, rows, operation, asked)
+            _refuse_owed_or_partial(spark, transactions, chosen, states, rows, operation, asked)
         at = _version(versioning, rows[0])
         todo = chosen if stopped is None else [t for t in chosen if t.target in stopped.waiting]
         frames = {t.target: _frame(spark, t, versioning, operation, at, chosen_keys) for t in todo}
@@ -166,6 +168,36 @@ def revert(
         _reached("recorded")
         txn_id = reservation.reserved.txn_id
         return _outcome(txn_id, {t.model: counts[t.target] for t in todo}, left)
+
+
+def _refuse_owed_or_partial(
+    spark: SparkSession,
+    transactions: str,
+    chosen: list[Table],
+    states: dict[str, ledger.Recorded],
+    rows: list[Any],
+    operation: str,
+    asked: int,
+) -> None:
+    """Refuse, before anything is reserved: a table that owes a sync reserved before this
+    operation (syncs.owed), and an undo of a sync that not every table of it has applied yet
+    (undone in part, its other tables would apply it later, undone by nobody)."""
+    for table in chosen:
+        state = states.get(table.target) or ledger.recorded(spark, transactions, table.target)
+        if owed := syncs.owed(spark, transactions, table.target, state):
+            raise HistoryError(syncs.owed_message(operation, table.model, owed))
+    sync_id = next((r.sync_id for r in rows if r.sync_id), None)
+    if operation != "undo" or sync_id is None or sync_id.startswith(OPERATION_SYNC_PREFIX):
+        return
+    held = spark.table(syncs_relation(transactions)).where(F.col("sync_id") == F.lit(sync_id)).select("tables")
+    tables = {t for r in held.collect() for t in r.tables}  # one row, the sync's reservation
+    missing = sorted(tables - {r.source_table for r in rows if r.source_table})
+    if missing:
+        raise HistoryError(
+            f"undo of transaction {asked} refused: it is sync {sync_id}, which {', '.join(missing)} have not applied"
+            " yet, so only part of it would be undone. Apply it to every table of the sync first (run their"
+            " models), then undo it. Nothing was changed."
+        )
 
 
 def _request(operation: str, asked: int, models: list[str] | None, chosen: Chosen | None = None) -> str:
