@@ -71,6 +71,7 @@ GROUP_SECONDS = {
     "lakehistory/tests/history/test_bad_input.py": 300,
     "lakehistory/tests/history/test_writer_lock.py": 300,
     "lakehistory/tests/history/test_stops.py": 300,
+    "lakehistory/tests/history/test_day_two.py": 300,
     "lakehistory/tests/time_travel/test_retention.py": 280,
     "lakehistory/tests/history/test_revert.py": 270,
     "lakehistory/tests/history/test_fivetran_history.py": 260,

@@ -212,7 +212,7 @@ def test_a_dead_holder_is_taken_over_at_once(project: DbtProject, monkeypatch: p
     assert lock_module.dead_because(spark, holder)
     assert lock_module.take(spark, lock, "dead", holder)
     said: list[str] = []
-    monkeypatch.setattr(lock_module, "_say", said.append)
+    monkeypatch.setattr(lock_module, "say", said.append)
     lock_module.hold(spark, lock, wait_seconds=0)
     assert [r["token"] for r in project.rows(f"select token from {lock}")] == [lock_module.TOKEN]
     assert said and f"from {holder}" in said[0], said

@@ -491,7 +491,13 @@ def _not_applied_meanwhile(target: str, pending: list[Batch], state: ledger.Reco
     staged batch whose sequence is not after the last recorded one is on record already."""
     if state.last_sequence is None:
         return pending
-    return [b for b in pending if b.sequence is None or b.sequence > state.last_sequence]
+    done = [b for b in pending if b.sequence is not None and b.sequence <= state.last_sequence]
+    if done:
+        lock.say(
+            f"{target}: batch(es) {', '.join(str(b.batch_id) for b in done)} of {done[0].source_table} were applied by"
+            " another run while this one waited for the writer lock; skipped."
+        )
+    return [b for b in pending if b not in done]
 
 
 def _dropped_message(target: str, state: ledger.Recorded) -> str:

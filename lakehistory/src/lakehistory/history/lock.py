@@ -259,7 +259,7 @@ def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
         row = spark.sql(f"select holder, token, taken_at, expires_at from {lock}").collect()[0]
         reason = dead_because(spark, row.holder)
         if reason and row.token != dead:  # once per dead holder: another writer may take it first
-            _say(f"Taking over the writer lock {lock} from {row.holder}: {reason}.")
+            say(f"Taking over the writer lock {lock} from {row.holder}: {reason}.")
             dead = row.token
             continue
         if time.monotonic() >= deadline:
@@ -270,7 +270,7 @@ def hold(spark: SparkSession, lock: str, wait_seconds: float) -> None:
                 " lakehistory_writer_wait_seconds more time."
             )
         if not waiting:
-            _say(
+            say(
                 f"Waiting up to {wait_seconds:.0f} s for the writer lock {lock}: {row.holder} holds it since"
                 f" {row.taken_at} UTC, until it lets go or its hold lapses at {row.expires_at} UTC."
             )
@@ -343,7 +343,7 @@ def _version(spark: SparkSession, lock: str) -> int:
     return int(spark.sql(f"describe history {lock} limit 1").collect()[0].version)
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     """A line in dbt's output (dbt's adapter logger), or in Python's log outside dbt."""
     try:
         from dbt.adapters.events.logging import AdapterLogger
