@@ -131,7 +131,7 @@ def test_a_client_stopped_past_its_lease_records_nothing_when_it_resumes(
         monkeypatch.setattr(lock_module, "LEASE_SECONDS", lease)
         monkeypatch.setattr(lock_module, "RENEW_SECONDS", lease // 4)
         said: list[str] = []
-        monkeypatch.setattr(lock_module, "_say", said.append)
+        monkeypatch.setattr(lock_module, "say", said.append)
         lock_module.hold(spark, lock, wait_seconds=120)
         assert said and f"pid {stalled.pid} " in said[0] and "Waiting" in said[0], said
         ledger.insert_transactions(spark, transactions, spark.sql(transaction_rows(1, history="taker")), 1)
