@@ -72,7 +72,8 @@
   {%- set tables = [] -%}
   {%- for unique_id in (selected_resources or []) -%}
     {%- set node = graph.nodes.get(unique_id) -%}
-    {%- if node -%}
+    {#- an ephemeral model runs inside its readers, which are selected with it -#}
+    {%- if node and node.config.materialized != 'ephemeral' -%}
       {%- set history = lakehistory._relation_of(node) if lakehistory._is_history_node(node) else '' -%}
       {%- for source_id in lakehistory._upstream_through_ephemerals(node) -%}
         {%- set source = graph.sources.get(source_id) -%}
@@ -114,10 +115,10 @@
     deep (an ephemeral model is compiled into its reader). -#}
 {% macro _upstream_through_ephemerals(node) %}
   {%- set found = [] -%}
-  {%- set frontier = [node] -%}
-  {%- for _ in range(10) -%}
+  {%- set walk = namespace(frontier=[node]) -%}
+  {%- for _ in range(10) if walk.frontier -%}
     {%- set next = [] -%}
-    {%- for current in frontier -%}
+    {%- for current in walk.frontier -%}
       {%- for parent_id in (current.get('depends_on') or {}).get('nodes', []) -%}
         {%- if parent_id not in found -%}
           {%- do found.append(parent_id) -%}
@@ -128,7 +129,7 @@
         {%- endif -%}
       {%- endfor -%}
     {%- endfor -%}
-    {%- set frontier = next -%}
+    {%- set walk.frontier = next -%}
   {%- endfor -%}
   {{ return(found) }}
 {% endmacro %}
@@ -143,11 +144,21 @@
   {%- if lakehistory._is_history_node(node) -%}
     {{ return(this) }}
   {%- endif -%}
+  {#- the nodes that read `node`, and those that read an ephemeral one among them, level by level -#}
   {%- set readers = [] -%}
-  {%- for candidate in lakehistory.history_nodes() -%}
-    {%- if node.unique_id in lakehistory._upstream_through_ephemerals(candidate) -%}
-      {%- do readers.append(candidate) -%}
-    {%- endif -%}
+  {%- set walk = namespace(frontier=[node.unique_id]) -%}
+  {%- for _ in range(10) if walk.frontier -%}
+    {%- set next = [] -%}
+    {%- for candidate in graph.nodes.values() -%}
+      {%- if (candidate.get('depends_on') or {}).get('nodes', []) | select('in', walk.frontier) | list -%}
+        {%- if lakehistory._is_history_node(candidate) -%}
+          {%- do readers.append(candidate) -%}
+        {%- elif candidate.config.materialized == 'ephemeral' -%}
+          {%- do next.append(candidate.unique_id) -%}
+        {%- endif -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- set walk.frontier = next -%}
   {%- endfor -%}
   {%- if readers | length > 1 -%}
     {{ exceptions.raise_compiler_error(

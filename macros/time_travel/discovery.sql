@@ -55,7 +55,7 @@
   {%- set nodes = [] -%}
   {%- if not execute -%}{{ return(nodes) }}{%- endif -%}
   {%- for node in graph.nodes.values() -%}
-    {%- if node.resource_type == 'model' and node.config.get('incremental_strategy') == 'fivetran_history' -%}
+    {%- if lakehistory._is_history_node(node) -%}
       {%- do nodes.append(node) -%}
     {%- endif -%}
   {%- endfor -%}

@@ -137,6 +137,14 @@ def applied(project: DbtProject, model: str) -> list[str]:
     ]
 
 
+def test_the_first_staging_reads_every_landed_table_of_the_run_for_its_history_table(shops: DbtProject) -> None:
+    """Each staging took its answer from the run's one read (run_reads): its history table, found
+    through an ephemeral staging model too, is the one the run's table list names."""
+    shops.run_ok("run")
+    answers = [found for run, found in run_reads._runs.items() if run[1] and shops.schema in run[1]]
+    assert answers == [{}], "every staging took its table's answer"
+
+
 def test_full_refresh_of_a_history_model_or_a_table_derived_from_it_is_refused_and_keeps_it(
     shops: DbtProject,
 ) -> None:

@@ -54,10 +54,9 @@ from lakehistory.history.table import (
     HistoryError,
     Versioning,
     add_new_columns,
+    columns_to_change,
     create_table,
     layout_of,
-    loosened_columns,
-    missing_columns,
 )
 from lakehistory.history.transactions import COLUMNS
 from lakehistory.landing import extracts, run_reads
@@ -123,7 +122,7 @@ def apply_pending(
     with own_session(spark) as own:
         layout = layout_of(own, staged, keys, deleted_column, table=target)
         staged_batches = _staged_batches(own, staged, layout.keys[0])
-        ready = exists and not missing_columns(own, target, layout) and not loosened_columns(own, target, layout)
+        ready = exists and not any(columns_to_change(own, target, layout))
         # Staging found every landed batch recorded. Unless the table holds a commit the ledger
         # lacks (a stopped revert, capture or cleanup), it is left as it is, checked as every run
         # checks it, without waiting for the writer lock.
@@ -497,7 +496,7 @@ def _not_applied_meanwhile(target: str, pending: list[Batch], state: ledger.Reco
             f"{target}: batch(es) {', '.join(str(b.batch_id) for b in done)} of {done[0].source_table} were applied by"
             " another run while this one waited for the writer lock; skipped."
         )
-    return [b for b in pending if b not in done]
+    return pending[len(done) :]  # in sequence order: those applied meanwhile come first
 
 
 def _dropped_message(target: str, state: ledger.Recorded) -> str:

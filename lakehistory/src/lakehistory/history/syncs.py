@@ -277,7 +277,7 @@ def owed(spark: SparkSession, transactions: str, history: str, state: ledger.Rec
               and not startswith(s.`sync_id`, {lit(OPERATION_SYNC_PREFIX)})
               and exists (
                 select 1 from {transactions} as t
-                where lower(replace(t.`history_table`, '`', '')) = {lit(history.replace("`", "").lower())}
+                where t.`history_table` = {lit(history)}
                   and t.`operation` = 'batch' and array_contains(s.`tables`, t.`source_table`)
               )
             order by s.`txn_id`

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StructField
 
 from lakehistory.history.layout import Layout
 from lakehistory.history.rules import SYSTEM
@@ -174,10 +175,16 @@ def create_table(spark: SparkSession, target: str, layout: Layout, versions: Ver
     )
 
 
-def missing_columns(spark: SparkSession, target: str, layout: Layout) -> list[str]:
-    """The model's columns the table lacks, once its stored columns are checked against the
-    rows' (rule 17): the same type, none the source no longer declares."""
+def columns_to_change(spark: SparkSession, target: str, layout: Layout) -> tuple[list[str], list[str]]:
+    """The model's columns the table lacks (missing_columns) and its NOT NULL columns the source
+    no longer declares NOT NULL (loosened_columns), from one read of the table's schema."""
     fields = spark.table(target).schema.fields
+    return missing_columns(fields, target, layout), loosened_columns(fields, layout)
+
+
+def missing_columns(fields: Sequence[StructField], target: str, layout: Layout) -> list[str]:
+    """The model's columns the table `target` (its `fields`) lacks, once its stored columns are
+    checked against the rows' (rule 17): the same type, none the source no longer declares."""
     stored = [f.name for f in fields]
     names = [*layout.keys, *layout.data]
     # A stored column's type is what every version of it was written with: a source declaring
@@ -199,11 +206,11 @@ def missing_columns(spark: SparkSession, target: str, layout: Layout) -> list[st
     return [name for name in names if name not in stored]
 
 
-def loosened_columns(spark: SparkSession, target: str, layout: Layout) -> list[str]:
-    """The table's NOT NULL source columns that the source no longer declares NOT NULL (its
-    `not_null` constraint taken out of the YAML)."""
+def loosened_columns(fields: Sequence[StructField], layout: Layout) -> list[str]:
+    """The table's (its `fields`) NOT NULL source columns that the source no longer declares NOT
+    NULL (its `not_null` constraint taken out of the YAML)."""
     declared = {*layout.keys, *layout.data}
-    return [f.name for f in spark.table(target).schema if not f.nullable and f.name in declared - layout.not_null]
+    return [f.name for f in fields if not f.nullable and f.name in declared - layout.not_null]
 
 
 def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
@@ -211,9 +218,9 @@ def add_new_columns(spark: SparkSession, target: str, layout: Layout) -> None:
     next to the source columns (its own commit, before the group's: a rerun finds it there). A
     column the source no longer declares NOT NULL loses the constraint (so a batch may then drop
     it, and the derived tables' CHECKs follow: derived.carry_not_null)."""
-    for name in loosened_columns(spark, target, layout):
+    added, loosened = columns_to_change(spark, target, layout)
+    for name in loosened:
         spark.sql(f"alter table {target} alter column {q(name)} drop not null")
-    added = missing_columns(spark, target, layout)
     if not added:
         return
     stored = [f.name for f in spark.table(target).schema.fields]
