@@ -168,7 +168,7 @@
 {#- The syncs not visible at `at` (none: now), as a subquery: `txn_id`, `sync_id`, `tables` (those
     it holds) and `applied` (those that had recorded it by then). A sync's tables are landed
     tables; a revert's or undo's (lakehistory.revert), which is reserved as a sync is, history
-    tables. -#}
+    tables. A sync given up by then (lakehistory.abandon_sync) is visible with what it has. -#}
 {% macro incomplete_syncs_sql(at=none) %}
   {{ return(adapter.dispatch('incomplete_syncs_sql', 'lakehistory')(at)) }}
 {% endmacro %}
@@ -178,9 +178,10 @@
   {%- set applied = "array_intersect(s.`tables`, coalesce(d.`recorded`, array()))" -%}
   {{- return("(select s.`txn_id`, s.`sync_id`, s.`tables`, " ~ applied ~ " as `applied` from "
       ~ lakehistory.syncs_relation() ~ " as s left join (select `txn_id`,"
-      ~ " array_union(collect_set(`source_table`), collect_set(`history_table`)) as `recorded` from "
+      ~ " array_union(collect_set(`source_table`), collect_set(`history_table`)) as `recorded`,"
+      ~ " max(`operation` = 'abandon') as `abandoned` from "
       ~ lakehistory.transactions_relation() ~ " where " ~ known ~ " group by `txn_id`) as d on d.`txn_id` = s.`txn_id`"
-      ~ " where size(array_except(s.`tables`, " ~ applied ~ ")) > 0)") -}}
+      ~ " where size(array_except(s.`tables`, " ~ applied ~ ")) > 0 and not coalesce(d.`abandoned`, false))") -}}
 {% endmacro %}
 
 

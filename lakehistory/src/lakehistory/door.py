@@ -30,8 +30,8 @@ from lakehistory.history.table import Versioning
 from lakehistory.history.uuids import database_id_of, naksha_uuid_sql, transaction_uuid_sql
 from lakehistory.hx.foreign_keys import history_fk_sql
 from lakehistory.landing import extracts, run_reads, staging
+from lakehistory.operations import abandon, tags
 from lakehistory.operations import revert as reverts
-from lakehistory.operations import tags
 
 
 class ContextError(ValueError):
@@ -233,6 +233,26 @@ def revert(
         author=author,
         writer_wait_seconds=ctx.writer_wait_seconds,
         chosen_keys=None if keys is None and where is None else reverts.Chosen(tuple(map(tuple, keys or ())), where),
+    )
+
+
+def abandon_sync(
+    spark: SparkSession, context: Mapping[str, Any], sync_id: str, author: str | None, reason: str | None
+) -> dict[str, Any]:
+    """A reserved sync some table will never apply, given up so the consistent cut moves past it."""
+    ctx = Context.of(context)
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation_id)
+    return abandon.abandon_sync(
+        spark,
+        sync_id=str(sync_id),
+        transactions=ctx.transactions,
+        uuid_sql=ctx.uuid_sql,
+        writer_lock=ctx.writer_lock,
+        history_tables=ctx.history_tables,
+        invocation_id=ctx.invocation_id,
+        author=author,
+        reason=reason,
+        writer_wait_seconds=ctx.writer_wait_seconds,
     )
 
 

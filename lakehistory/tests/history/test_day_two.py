@@ -14,7 +14,7 @@ import pytest
 from engine_case import OPEN, VERSIONING, Engine
 from sync_case import COLUMNS as SYNC_COLUMNS
 from sync_case import batch as sync_batch
-from sync_case import new_process
+from sync_case import compile_cut, new_process, visible
 from sync_case import run as run_syncs
 from test_as_a_package import DBT_PROJECT, MODEL
 
@@ -369,3 +369,54 @@ def test_an_operation_on_a_table_that_owes_a_reserved_sync_is_refused_and_an_und
     run_syncs(engine, ["owe_b"], "owe-2", project=["owe_a", "owe_b"])
     assert sorted(engine.ids_of("owe_b")) == [first_b, synced]
     assert engine.revert(["owe_a", "owe_b"], ["id"], undo_txn=synced, named=False)["transaction"] == synced + 1
+
+
+def test_a_sync_given_up_lets_the_cut_move_past_it_and_a_batch_of_it_landing_later_is_refused(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sync 2 of tables a and b reaches a alone: b's batch never lands. The consistent cut stays
+    before it and b owes it, for good (before: nothing gave it up). `lakehistory.abandon_sync`
+    records its giving up under the sync's id: the cut moves on, b owes nothing, an undo of what
+    a applied is whole, and b's batch of it, landing after all, is refused naming the command."""
+    new_process(monkeypatch)
+    tables = ["gone_a", "gone_b"]
+    for name in tables:
+        engine.land(name, [sync_batch(name, 1, None, {1: "one"})])
+        engine.apply(name, SYNC_COLUMNS, ["id"])
+    sync = Sync("gone-s2", 2, tuple(tables))
+    engine.land("gone_a", [sync_batch("gone_a", 2, sync, {1: "two"})])
+    run_syncs(engine, ["gone_a"], "gone-1", project=tables)
+    synced = max(engine.ids_of("gone_a"))
+    visible_sql, _ = compile_cut(engine)
+    assert visible(engine, visible_sql) == synced - 1
+    stuck = engine.project.rows("select date_format(current_timestamp(), 'yyyy-MM-dd HH:mm:ss.SSS') as at")[0]["at"]
+    with pytest.raises(HistoryError, match="owes the sync.*gone-s2.*abandon_sync"):
+        engine.revert(["gone_b"], ["id"], to_txn=synced - 1)
+    new_process(monkeypatch)
+
+    engine.project.run_ok("run-operation", "lakehistory.abandon_sync", "--args", "{sync_id: gone-s2, reason: lost}")
+    (given_up,) = engine.project.rows(
+        f"select txn_id, history_table, commit_message from {engine.transactions} where operation = 'abandon'"
+    )
+    assert given_up["txn_id"] == synced
+    assert given_up["history_table"].strip("`").endswith("lakehistory_transactions_syncs")
+    assert given_up["commit_message"] == "gave up sync gone-s2: gone_b never applied it (lost)"
+    assert visible(engine, visible_sql) == synced
+    assert visible(engine, visible_sql, at=f"timestamp'{stuck}'") == synced - 1, "not given up then"
+    assert engine.revert(["gone_b"], ["id"], to_txn=synced - 1)["transaction"] is None  # owes nothing now
+    engine.project.run_ok("run-operation", "lakehistory.abandon_sync", "--args", "{sync_id: gone-s2}")
+    assert len(engine.project.rows(f"select * from {engine.transactions} where operation = 'abandon'")) == 1
+    assert "no sync 'gone-s9' is reserved" in engine.project.run_fails(
+        "run-operation", "lakehistory.abandon_sync", "--args", "{sync_id: gone-s9}"
+    )
+
+    engine.land("gone_b", [sync_batch("gone_b", 2, sync, {1: "late"})])
+    new_process(monkeypatch)
+    late = r"batch 000002 of gone_b belongs to sync gone-s2 .*given up by .*abandon_sync"
+    with pytest.raises(HistoryError, match=late):
+        run_syncs(engine, ["gone_b"], "gone-2", project=tables)
+    assert [r[0]["name"] for r in engine.physical("gone_b")] == ["one"]
+    undone = engine.revert(tables, ["id"], undo_txn=synced, named=False)
+    assert list(undone["tables"]) == ["gone_a"] and undone["left_as_they_are"] == []
+    ids = [r["txn_id"] for r in engine.project.rows(f"select distinct txn_id from {engine.transactions}")]
+    assert sorted(ids) == list(range(1, max(ids) + 1)), "gap-free"

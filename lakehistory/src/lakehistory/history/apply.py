@@ -290,8 +290,7 @@ def run_transaction(
     Session variables because Delta's statements bind no SQL parameters; the values set are
     numbers and a time this function makes."""
     with lock.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
-        _, state = _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql, versioned)
-        state = state or ledger.recorded(spark, transactions, versioned)
+        state = recover_every(spark, transactions, history_tables, invocation_id, uuid_sql, versioned)
         _refuse_during_stopped_revert(spark, transactions, versioned, state)
         if capture_of is None and (owed := syncs.owed(spark, transactions, versioned, state)):
             raise HistoryError(syncs.owed_message("cleanup", versioned, owed))
@@ -301,6 +300,8 @@ def run_transaction(
         else:
             run = run_reads.pending_syncs(invocation_id, transactions)
             reserved = syncs.reserve(spark, transactions, {**run, sync.id: sync}.values(), state)[0][sync.id]
+            if reserved.abandoned:
+                raise HistoryError(reserved.abandoned_message(f"the extract {capture_of} captures"))
             txn_id, started_at = reserved.txn_id, reserved.started_at
             if txn_id <= state.history_last_id:
                 raise HistoryError(
@@ -387,6 +388,21 @@ def _note_recovered(invocation_id: str, transactions: str, txns: list[tuple[str,
         _recovered_batches.clear()  # one invocation at a time per process
         _recovered_batches[key] = set()
     _recovered_batches[key].update((table, t.source_table, t.batch_id) for table, t in txns)
+
+
+def recover_every(
+    spark: SparkSession,
+    transactions: str,
+    history_tables: Sequence[str],
+    invocation_id: str,
+    uuid_sql: str,
+    then: str,
+) -> ledger.Recorded:
+    """For a transaction of no history table's own commit (a capture, a cleanup, a sync given up):
+    record what any history table committed and the transactions table lacks (_recover_others);
+    returns what the transactions table then holds for `then`."""
+    _, state = _recover_others(spark, transactions, set(), history_tables, invocation_id, uuid_sql, then)
+    return state or ledger.recorded(spark, transactions, then)
 
 
 def _recover_others(
@@ -566,6 +582,8 @@ def _transactions_of(
             plan.append((next_id, next(times), None))
         else:
             sync = reserved[batch.sync.id]
+            if sync.abandoned:
+                raise HistoryError(sync.abandoned_message(f"batch {batch.batch_id} of {batch.source_table}"))
             plan.append((sync.txn_id, sync.started_at, batch.sync.id))
     before: tuple[int, Batch | None] = (state.history_last_id, None)
     for batch, (txn_id, _, _) in zip(applicable, plan):

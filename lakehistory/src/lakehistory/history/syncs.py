@@ -15,6 +15,10 @@ once each of its tables has recorded it (`lakehistory.visible_txn_sql`, macros/t
 A revert or undo (operations/revert.py) reserves its one transaction for all its tables here too, with what
 was asked. Stopped before each table recorded it, it is completed by asking it again; until
 then its tables take no other transaction (apply.py refuses them, naming the command).
+
+A sync some table will never apply (its batch never lands) is given up (operations/abandon.py):
+a row of operation 'abandon' under the sync's id makes it visible with the tables that have it,
+and a batch of it landing later is refused (`Reserved.abandoned`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pyspark.sql import functions as F
 from lakehistory.history import ledger, lock
 from lakehistory.history.session import session_conf
 from lakehistory.history.table import HistoryError
-from lakehistory.history.transactions import OPERATION_SYNC_PREFIX, SYNCS_COLUMNS, syncs_relation
+from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, SYNCS_COLUMNS, syncs_relation
 from lakehistory.landing.syncs import SyncOf
 from lakehistory.sql import lit, q
 
@@ -42,6 +46,17 @@ class Reserved:
     txn_id: int
     started_at: str
     sync: SyncOf
+    # when the sync was given up (lakehistory.abandon_sync): by whom and when, as the log says
+    abandoned: str | None = None
+
+    def abandoned_message(self, what: str) -> str:
+        """Why `what` (a batch or an extract of the sync, as the landing names it) is not applied."""
+        return (
+            f"{what} belongs to sync {self.sync.id} (transaction {self.txn_id}), which was given up"
+            f" {self.abandoned} (dbt run-operation lakehistory.abandon_sync): the tables that had applied it keep"
+            " it, and no other table may apply it now. Land these changes again in a new sync (a new sync id) and"
+            " remove this one from the landing. Nothing of this run was applied to this table."
+        )
 
 
 # Per syncs table: the reservations this process read or made during one hold of the writer lock
@@ -61,7 +76,7 @@ def reserve(
     seen = _seen[table][1] if hold is not None and table in _seen and _seen[table][0] == hold else {}
     unseen = sorted(set(by_id) - set(seen))
     if unseen:
-        seen = {**seen, **_read(spark, table, unseen)}
+        seen = {**seen, **_read(spark, transactions, unseen)}
     for sync_id, found in seen.items():
         if sync_id in by_id and found.sync != by_id[sync_id]:
             raise HistoryError(_contradiction(by_id[sync_id], found))
@@ -79,10 +94,25 @@ def reserve(
     return {sync_id: seen[sync_id] for sync_id in by_id}, state
 
 
-def _read(spark: SparkSession, table: str, sync_ids: list[str]) -> dict[str, Reserved]:
+def _read(spark: SparkSession, transactions: str, sync_ids: list[str]) -> dict[str, Reserved]:
+    """The reservations of `sync_ids`, with whether each was given up: one read of the syncs table
+    and of the transactions table's abandon rows (a few, found by the statistics of a column)."""
+    # as text in the session's time zone (UTC), not converted to the Python process's
+    text = "yyyy-MM-dd HH:mm:ss.SSS"
+    given_up = (
+        spark.table(transactions)
+        .where((F.col("operation") == F.lit(ABANDON)) & F.col("sync_id").isin(*sync_ids))
+        .select(
+            "sync_id",
+            F.concat(
+                F.lit("by "), F.coalesce("author", F.lit("?")), F.lit(" at "), F.date_format("committed_at", text)
+            ).alias("abandoned"),
+        )
+    )
     rows = (
-        spark.table(table)
+        spark.table(syncs_relation(transactions))
         .where(F.col("sync_id").isin(*sync_ids))
+        .join(given_up, "sync_id", "left")
         .select(
             "txn_id",
             "sync_id",
@@ -90,14 +120,17 @@ def _read(spark: SparkSession, table: str, sync_ids: list[str]) -> dict[str, Res
             "tables",
             "author",
             "app_id",
-            # as text in the session's time zone (UTC), not converted to the Python process's
-            F.date_format("started_at", "yyyy-MM-dd HH:mm:ss.SSS").alias("started_at"),
+            F.date_format("started_at", text).alias("started_at"),
+            "abandoned",
         )
         .collect()  # a row per sync asked for
     )
     return {
         r.sync_id: Reserved(
-            int(r.txn_id), r.started_at, SyncOf(r.sync_id, int(r.sync_sequence), tuple(r.tables), r.author, r.app_id)
+            int(r.txn_id),
+            r.started_at,
+            SyncOf(r.sync_id, int(r.sync_sequence), tuple(r.tables), r.author, r.app_id),
+            r.abandoned,
         )
         for r in rows
     }
@@ -266,7 +299,8 @@ def owed(spark: SparkSession, transactions: str, history: str, state: ledger.Rec
     """The landed syncs reserved after the history table's last transaction (`state`) that name
     a landed table it applies: (sync id, transaction id), in id order. The table owes them: a
     transaction of its own with a later id first (a cleanup, revert, rewind, undo) would leave
-    it unable to apply them, since a table's ids only go forward. Two small reads, an operation's."""
+    it unable to apply them, since a table's ids only go forward. A sync given up is owed by no
+    table. Two small reads, an operation's."""
     return [
         (r.sync_id, int(r.txn_id))
         for r in spark.sql(
@@ -275,6 +309,9 @@ def owed(spark: SparkSession, transactions: str, history: str, state: ledger.Rec
             from {syncs_relation(transactions)} as s
             where s.`txn_id` > {int(state.history_last_id)}
               and not startswith(s.`sync_id`, {lit(OPERATION_SYNC_PREFIX)})
+              and not exists (
+                select 1 from {transactions} as a where a.`txn_id` = s.`txn_id` and a.`operation` = {lit(ABANDON)}
+              )
               and exists (
                 select 1 from {transactions} as t
                 where t.`history_table` = {lit(history)}
@@ -291,5 +328,6 @@ def owed_message(operation: str, history: str, found: list[tuple[str, int]]) -> 
     return (
         f"{operation} of {history} refused: the table owes the sync(s) {listed}, reserved before this {operation}"
         f" would take its transaction, and a table's transactions only go forward. Apply them first (run its"
-        f" history model), then {operation} again. Nothing was changed."
+        f" history model), or give up a sync whose batch will never land (dbt run-operation"
+        f" lakehistory.abandon_sync), then {operation} again. Nothing was changed."
     )

@@ -37,9 +37,11 @@ class Field:
 LAYOUT = (
     Field("txn_id", "bigint", True, "Transaction id: 1, 2, 3, ... with no gaps; the tables of one sync share it"),
     Field("txn_uuid", "string", True, "Naksha uuid of the transaction: txn_id, start date, object type 0, database id"),
-    Field("operation", "string", True, "batch (a batch applied), snapshot (an extract captured), cleanup or revert"),
+    Field(
+        "operation", "string", True, "batch, snapshot (an extract captured), cleanup, revert or abandon (sync given up)"
+    ),
     Field("source_table", "string", False, "The landed table the batch belongs to"),
-    Field("history_table", "string", True, "The history table the transaction changed"),
+    Field("history_table", "string", True, "The history table the transaction changed (an abandon: the syncs table)"),
     Field("batch_id", "string", False, "The batch (its folder name in the landing root)"),
     Field("batch_sequence", "bigint", False, "The batch order within its table"),
     Field("author", "string", False, "Who made the change (the batch manifest)"),
@@ -53,7 +55,7 @@ LAYOUT = (
     Field("rows_overlap_deleted", "bigint", True, "Rows removed from the Fivetran view by the overlap delete (rule 7)"),
     Field("rows_purged", "bigint", True, "Closed versions physically removed (cleanup)"),
     Field("delta_version", "bigint", True, "The Delta version of the history table this transaction committed"),
-    Field("sync_id", "string", False, "The sync the transaction applied, a revert's reservation, or NULL"),
+    Field("sync_id", "string", False, "The sync the transaction applied or gave up, a revert's reservation, or NULL"),
     Field("commit_json", "string", False, "Optional JSON of the batch manifest (seed 002's commit_json), as JSON text"),
     Field("schema_changes", "string", False, "A batch's schema changes (op, column, type), as JSON text; [] for none"),
 )
@@ -74,6 +76,8 @@ SYNCS_COLUMNS = tuple(field.name for field in SYNCS_LAYOUT)
 # A revert or undo of several tables is one transaction too, reserved in the syncs table as a
 # sync is, under an id no landed sync can have (a landing's sync ids have no colon).
 OPERATION_SYNC_PREFIX = "lakehistory:"
+# The operation of the row that gives a sync up (operations/abandon.py), under the sync's id.
+ABANDON = "abandon"
 
 
 def beside(transactions: str, suffix: str) -> str:

@@ -38,7 +38,7 @@ from lakehistory.history.apply import committing, record_commits, recover
 from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.table import HistoryError, Versioning
-from lakehistory.history.transactions import OPERATION_SYNC_PREFIX, syncs_relation
+from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, syncs_relation
 from lakehistory.names import VALID_FROM, VALID_TO
 from lakehistory.sql import cols, q, same_key
 
@@ -128,6 +128,11 @@ def revert(
         rows = log.where(F.col("txn_id") == F.lit(asked)).select("*", started).collect()  # a row per table of it
         if not rows or asked > last_id:
             raise HistoryError(f"there is no transaction {asked} (the last one is {last_id})")
+        given_up = any(r.operation == ABANDON for r in rows)
+        if operation == "undo":  # a sync given up: what its tables applied, as for any sync
+            rows = [r for r in rows if r.operation != ABANDON]
+            if not rows:
+                raise HistoryError(f"undo: transaction {asked} is a sync given up before any table applied it")
         found = syncs.operations(spark, transactions, request)
         stopped = next((o for o in found if o.waiting), None)
         if stopped is not None and stopped.request != request:
@@ -138,7 +143,7 @@ def revert(
         chosen, left = _chosen(asked_for, rows, operation, asked, named)
         if stopped is None:
             _check(spark, log, chosen, versioning, rows, operation, asked)
-            _refuse_owed_or_partial(spark, transactions, chosen, states, rows, operation, asked)
+            _refuse_owed_or_partial(spark, transactions, chosen, states, rows, operation, asked, given_up)
         at = _version(versioning, rows[0])
         todo = chosen if stopped is None else [t for t in chosen if t.target in stopped.waiting]
         frames = {t.target: _frame(spark, t, versioning, operation, at, chosen_keys) for t in todo}
@@ -178,16 +183,18 @@ def _refuse_owed_or_partial(
     rows: list[Any],
     operation: str,
     asked: int,
+    given_up: bool,
 ) -> None:
     """Refuse, before anything is reserved: a table that owes a sync reserved before this
     operation (syncs.owed), and an undo of a sync that not every table of it has applied yet
-    (undone in part, its other tables would apply it later, undone by nobody)."""
+    (undone in part, its other tables would apply it later, undone by nobody), unless it was
+    given up (operations/abandon.py): no other table applies it then."""
     for table in chosen:
         state = states.get(table.target) or ledger.recorded(spark, transactions, table.target)
         if owed := syncs.owed(spark, transactions, table.target, state):
             raise HistoryError(syncs.owed_message(operation, table.model, owed))
     sync_id = next((r.sync_id for r in rows if r.sync_id), None)
-    if operation != "undo" or sync_id is None or sync_id.startswith(OPERATION_SYNC_PREFIX):
+    if operation != "undo" or given_up or sync_id is None or sync_id.startswith(OPERATION_SYNC_PREFIX):
         return
     held = spark.table(syncs_relation(transactions)).where(F.col("sync_id") == F.lit(sync_id)).select("tables")
     tables = {t for r in held.collect() for t in r.tables}  # one row, the sync's reservation
@@ -196,7 +203,9 @@ def _refuse_owed_or_partial(
         raise HistoryError(
             f"undo of transaction {asked} refused: it is sync {sync_id}, which {', '.join(missing)} have not applied"
             " yet, so only part of it would be undone. Apply it to every table of the sync first (run their"
-            " models), then undo it. Nothing was changed."
+            " models), or, if their batches will never land, give it up (dbt run-operation"
+            f" lakehistory.abandon_sync --args '{{sync_id: {json.dumps(sync_id)}}}'), then undo it."
+            " Nothing was changed."
         )
 
 

@@ -1,0 +1,134 @@
+"""Giving up a sync: a sync some table will never apply stops holding back the consistent cut.
+
+    lakehistory.door.abandon_sync   # from lakehistory.abandon_sync, through the door
+
+A sync is visible to readers once every table it names has applied it (syncs.py). When one of
+its batches never lands (a connector's run that failed half way and was never delivered again),
+the consistent cut (`version_at`, `as_of_time`, the default tag) stays before it for good. Giving
+it up records one row in the transactions table under the sync's own id, operation 'abandon',
+for the syncs table, with who gave it up, when and why: the sync is then visible with what the
+tables that applied it hold (an undo of it takes that back too), no table owes it, and a batch of
+it landing later is refused, naming this command. Ids stay gap-free, a sync that no table applied
+included: its id is this row's.
+
+One commit, under the writer lock, after recording what any history table committed and the
+transactions table lacks: killed before it, nothing changed; after it, asked again, it answers
+that the sync was given up already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
+
+from lakehistory.history import ledger, lock
+from lakehistory.history.apply import recover_every
+from lakehistory.history.session import own_session
+from lakehistory.history.table import HistoryError
+from lakehistory.history.transactions import ABANDON, COLUMNS, OPERATION_SYNC_PREFIX, syncs_relation
+
+APP_ID = "lakehistory.abandon_sync"
+COUNTS = ("rows_in", "versions_opened", "versions_closed", "rows_overlap_deleted", "rows_purged")
+
+
+def abandon_sync(
+    spark: SparkSession,
+    sync_id: str,
+    transactions: str,
+    uuid_sql: str,
+    writer_lock: str,
+    history_tables: Sequence[str] = (),
+    invocation_id: str = "",
+    author: str | None = None,
+    reason: str | None = None,
+    writer_wait_seconds: float = 600,
+) -> dict[str, Any]:
+    """Give up the reserved sync `sync_id`. Returns its transaction, the landed tables that had
+    applied it and those that had not, and whether it was given up already."""
+    table = syncs_relation(transactions)
+    with lock.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
+        recover_every(spark, transactions, history_tables, invocation_id, uuid_sql, table)
+        found = _sync(spark, transactions, sync_id)
+        if found is None:
+            raise HistoryError(
+                f"abandon_sync: no sync {sync_id!r} is reserved. A sync is reserved when the first of its tables"
+                " applies it, and until then the consistent cut does not wait for it. To drop a sync no table has"
+                " applied, remove its batches from the landing. Nothing was changed."
+            )
+        outcome = {
+            "transaction": int(found.txn_id),
+            "applied": sorted(found.applied),
+            "waiting": sorted(set(found.tables) - set(found.applied)),
+            "already_done": found.abandoned,
+        }
+        if found.abandoned:
+            return outcome
+        if sync_id.startswith(OPERATION_SYNC_PREFIX):
+            raise HistoryError(
+                f"abandon_sync: {sync_id} is a revert's or undo's transaction, not a landed sync: run the same"
+                " revert or undo again to complete it. Nothing was changed."
+            )
+        if not outcome["waiting"]:
+            raise HistoryError(
+                f"abandon_sync: every table of sync {sync_id} applied it (transaction {found.txn_id}): there is"
+                " nothing to give up. To take its changes back, undo it:"
+                f" dbt run-operation lakehistory.undo --args '{{txn_id: {found.txn_id}}}'. Nothing was changed."
+            )
+        who = author or spark.sql("select current_user()").collect()[0][0]
+        message = f"gave up sync {sync_id}: {', '.join(outcome['waiting'])} never applied it" + (
+            f" ({reason})" if reason else ""
+        )
+        version = int(spark.sql(f"describe history {table} limit 1").collect()[0].version)
+        row = (
+            spark.table(table)
+            .where(F.col("sync_id") == F.lit(sync_id))
+            .select(
+                "txn_id",
+                F.expr(uuid_sql).alias("txn_uuid"),
+                F.lit(ABANDON).alias("operation"),
+                F.lit(None).cast("string").alias("source_table"),
+                F.lit(table).alias("history_table"),
+                F.lit(None).cast("string").alias("batch_id"),
+                F.lit(None).cast("bigint").alias("batch_sequence"),
+                F.lit(who).cast("string").alias("author"),
+                F.lit(APP_ID).alias("app_id"),
+                F.lit(message).alias("commit_message"),
+                "started_at",
+                F.current_timestamp().alias("committed_at"),
+                *(F.lit(0).cast("bigint").alias(c) for c in COUNTS),
+                F.lit(version).cast("bigint").alias("delta_version"),
+                "sync_id",
+                F.lit(None).cast("string").alias("commit_json"),
+                F.lit(None).cast("string").alias("schema_changes"),
+            )
+        )
+        lock.check_held()
+        ledger.insert_transactions(spark, transactions, row.select(*COLUMNS), int(found.txn_id))
+        return outcome
+
+
+def _sync(spark: SparkSession, transactions: str, sync_id: str) -> Row | None:
+    """The sync's reservation (its id and landed tables), the tables that recorded it, and whether
+    it was given up; None when it is not reserved. Two small reads."""
+    reserved = (
+        spark.table(syncs_relation(transactions)).where(F.col("sync_id") == F.lit(sync_id)).select("txn_id", "tables")
+    ).collect()  # one row, or none
+    if not reserved:
+        return None
+    txn_id, tables = int(reserved[0].txn_id), list(reserved[0].tables)
+    return (
+        spark.table(transactions)
+        .where(F.col("txn_id") == F.lit(txn_id))
+        .agg(
+            F.array_intersect(
+                F.lit(tables).cast("array<string>"),
+                F.array_union(F.collect_set("source_table"), F.collect_set("history_table")),
+            ).alias("applied"),
+            F.coalesce(F.max(F.col("operation") == F.lit(ABANDON)), F.lit(False)).alias("abandoned"),
+        )
+        .select(F.lit(txn_id).alias("txn_id"), F.lit(tables).cast("array<string>").alias("tables"), "*")
+        .collect()[0]  # an aggregate: one row
+    )
