@@ -70,7 +70,7 @@ def main(project: str, profiles: str, scale: str, syncs: str, seed: str, extract
     config = GeneratorConfig(scale=int(scale), syncs=int(syncs), seed=int(seed))
     for sync in range(1, config.syncs + 1):
         generate(Path(project) / "landing", config, extract_tables=extracts.split(","), only_sync=sync)
-        # One thread, as the cluster's build: the transaction ids follow the order nodes run in.
+        # One thread: the nodes one after another, which the cluster's four threads must not change.
         args = ["build", "--exclude-resource-type", "test", "--threads", "1", "--target", "local"]
         if not dbtRunner().invoke([*args, "--project-dir", project, "--profiles-dir", profiles]).success:
             sys.exit(f"embedded dbt build of day {sync} failed")
