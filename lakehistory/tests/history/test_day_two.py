@@ -5,6 +5,7 @@ for what a dbt run cannot time (two runs of one table, a creation cut short)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import shutil
@@ -19,7 +20,7 @@ from sync_case import run as run_syncs
 from test_as_a_package import DBT_PROJECT, MODEL
 
 from harness import REPO_ROOT, DbtProject, unique_schema
-from lakehistory.history import apply, lock
+from lakehistory.history import apply, ledger, lock
 from lakehistory.history.apply import HistoryError, apply_pending
 from lakehistory.history.transactions import LAYOUT, create_sql, ensure_transactions_table
 from lakehistory.landing import run_reads
@@ -27,6 +28,7 @@ from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.landing.spec import BatchError
 from lakehistory.landing.write import write_batch
 from lakehistory.names import END, START
+from lakehistory.sql import lit
 
 SOURCES = """\
 sources:
@@ -420,3 +422,53 @@ def test_a_sync_given_up_lets_the_cut_move_past_it_and_a_batch_of_it_landing_lat
     assert list(undone["tables"]) == ["gone_a"] and undone["left_as_they_are"] == []
     ids = [r["txn_id"] for r in engine.project.rows(f"select distinct txn_id from {engine.transactions}")]
     assert sorted(ids) == list(range(1, max(ids) + 1)), "gap-free"
+
+
+def test_a_cleanup_stopped_between_its_commit_and_its_record_is_recorded_by_the_next_writer(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cleanup's commit carries its transaction, as a batch's does: stopped before its row was
+    recorded, the next writer records it, rows purged included, before it takes an id (before:
+    the commit carried nothing, the next writer took the cleanup's id, and the cleanup was never
+    recorded, so no feature state said PURGE)."""
+    columns = [Column("id", "bigint"), Column("name", "string")]
+    twice = [one_row("purge_me", 1), dataclasses.replace(one_row("purge_me", 2), replace=[])]
+    twice[1].replace = [dict(one_row("purge_me", 2).replace[0], id=1)]
+    engine.land("purge_me", twice)
+    engine.apply("purge_me", columns, ["id"])
+    kept = len([r for r in engine.physical("purge_me") if r[2] is None])  # the current rows
+    engine.land("after_purge", [one_row("after_purge", 1)])
+    target = engine.target("purge_me")
+    cleanup_row = f"""
+        select txn_id, {engine.uuid_sql}, 'cleanup', null, {lit(target)}, null, null, 'ops', 'lakehistory.cleanup',
+            'versions closed removed', started_at, current_timestamp(), 0, 0, 0, 0, 1,
+            system.session.lakehistory_delta_version, null, null, null
+        from (select system.session.lakehistory_txn_id as txn_id, system.session.lakehistory_started_at as started_at)
+    """
+    new_process(monkeypatch)
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        patched.setattr(ledger, "insert_transactions", killed)
+        apply.run_transaction(
+            engine.project.spark,
+            engine.transactions,
+            [target],
+            engine.uuid_sql,
+            engine.writer_lock,
+            statements=[f"delete from {target} where valid_to < {OPEN}"],
+            row=cleanup_row,
+            versioned=target,
+        )
+    assert len(engine.physical("purge_me")) == kept, "the cleanup committed"
+    new_process(monkeypatch)
+    engine.stage("after_purge", columns, ["id"])
+    engine.apply_staged("after_purge", columns, ["id"], history_tables=["purge_me", "after_purge"])
+    (cleanup,) = engine.project.rows(
+        f"select txn_id, rows_purged, author from {engine.transactions} where operation = 'cleanup'"
+        f" and history_table = {lit(target)}"
+    )
+    assert (cleanup["rows_purged"], cleanup["author"]) == (1, "ops")
+    assert engine.ids_of("after_purge") == [cleanup["txn_id"] + 1]

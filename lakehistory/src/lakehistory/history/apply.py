@@ -311,19 +311,48 @@ def run_transaction(
                 )
         _declare(spark, SESSION_TXN_ID, "bigint", str(txn_id))
         _declare(spark, SESSION_STARTED_AT, "timestamp", f"timestamp'{started_at}'")
-        for statement in statements:
-            spark.sql(statement)
-        version = spark.sql(f"describe history {versioned} limit 1").collect()[0].version
-        _declare(spark, SESSION_DELTA_VERSION, "bigint", str(int(version)))
-        lock.check_held()
-        # materialized first: a capture's row reads the transactions table, which the statement
-        # recording it writes
-        rows = spark.sql(row).toDF(*COLUMNS)
-        if sync is not None:  # the sync's, as every table of it records them
-            shared = {"author": sync.author, "app_id": sync.app_id, "sync_id": sync.id}
-            rows = rows.withColumns({name: F.lit(value).cast("string") for name, value in shared.items()})
-        ledger.insert_transactions(spark, transactions, rows.localCheckpoint(), txn_id)
+        with committing([versioned] if statements else []):
+            # A cleanup's commits carry its transaction, as a batch's do: stopped before its row is
+            # recorded, the next writer records it from the history table's commit (ledger.recover).
+            carried = {ledger.USER_METADATA: _carried(spark, row, started_at)} if statements else {}
+            with session_conf(spark, carried):
+                for statement in statements:
+                    spark.sql(statement)
+            version = spark.sql(f"describe history {versioned} limit 1").collect()[0].version
+            _declare(spark, SESSION_DELTA_VERSION, "bigint", str(int(version)))
+            lock.check_held()
+            # materialized first: a capture's row reads the transactions table, which the statement
+            # recording it writes
+            rows = spark.sql(row).toDF(*COLUMNS)
+            if sync is not None:  # the sync's, as every table of it records them
+                shared = {"author": sync.author, "app_id": sync.app_id, "sync_id": sync.id}
+                rows = rows.withColumns({name: F.lit(value).cast("string") for name, value in shared.items()})
+            ledger.insert_transactions(spark, transactions, rows.localCheckpoint(), txn_id)
     return txn_id
+
+
+def _carried(spark: SparkSession, row: str, started_at: str) -> str:
+    """The commit metadata of a cleanup's transaction: its row (`row`, read before the cleanup's
+    statements, with no Delta version yet), as recovery records it."""
+    _declare(spark, SESSION_DELTA_VERSION, "bigint", "-1")
+    r = spark.sql(row).toDF(*COLUMNS).collect()[0]  # the transaction's one row
+    txn = ledger.Txn(
+        txn_id=int(r.txn_id),
+        batch_id=r.batch_id,
+        sequence=r.batch_sequence,
+        source_table=r.source_table,
+        author=r.author,
+        app_id=r.app_id,
+        commit_message=r.commit_message,
+        started_at=started_at,
+        rows_in=int(r.rows_in),
+        versions_opened=int(r.versions_opened),
+        versions_closed=int(r.versions_closed),
+        rows_overlap_deleted=int(r.rows_overlap_deleted),
+        operation=r.operation,
+        rows_purged=int(r.rows_purged),
+    )
+    return ledger.commit_metadata([txn])
 
 
 @contextlib.contextmanager

@@ -52,6 +52,7 @@ _ROW_SCHEMA = StructType(
         StructField("versions_opened", LongType()),
         StructField("versions_closed", LongType()),
         StructField("rows_overlap_deleted", LongType()),
+        StructField("rows_purged", LongType()),
         StructField("delta_version", LongType()),
         StructField("sync_id", StringType()),
         StructField("commit_json", StringType()),
@@ -132,6 +133,7 @@ class Txn:
     # a batch's schema changes (landing.manifests.recorded_schema_changes); None: a commit made
     # before they were recorded, or not a batch
     schema_changes: str | None = None
+    rows_purged: int = 0  # a cleanup's (apply.run_transaction)
 
 
 def commit_metadata(txns: Sequence[Txn]) -> str:
@@ -204,6 +206,7 @@ def record(spark: SparkSession, transactions: str, commits: Iterable[tuple[str, 
             t.versions_opened,
             t.versions_closed,
             t.rows_overlap_deleted,
+            t.rows_purged,
             c.version,
             t.sync_id,
             t.commit_json,
@@ -234,7 +237,7 @@ def record(spark: SparkSession, transactions: str, commits: Iterable[tuple[str, 
             versions_opened,
             versions_closed,
             rows_overlap_deleted,
-            0,
+            rows_purged,
             delta_version,
             sync_id,
             commit_json,
@@ -288,7 +291,7 @@ class _Known:
     def after(self, rows: Sequence[tuple[Any, ...]]) -> _Known:
         tables = dict(self.tables)
         for row in rows:  # _ROW_SCHEMA tuples
-            txn_id, history, version = row[0], row[3], row[15]
+            txn_id, history, version = row[0], row[3], row[16]
             sequence = row[5] if row[1] == "batch" else None
             last_id, last_version, operation, last_sequence = tables.get(history, (0, None, 0, None))
             last_version = version if last_version is None else max(last_version, version)
