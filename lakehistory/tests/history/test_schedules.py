@@ -150,6 +150,7 @@ def test_per_table_schedules_kills_and_syncs_given_up_converge_on_the_reference(
     engine: Engine, visible_sql: str, plan: list[dict]
 ) -> None:
     prefix = f"sch{next(counter)}"
+    print("PLAN", prefix, plan, flush=True)
     tables = [f"{prefix}_{t}" for t in TABLES]
     project = tables
     landed: dict[str, list[tuple[int, dict[int, str]]]] = {t: [] for t in tables}
