@@ -200,6 +200,22 @@ def test_a_history_table_dropped_by_hand_is_not_built_again_empty(shops: DbtProj
     assert not shops.spark.catalog.tableExists(f"{shops.schema}.orders_spare_history")
 
 
+def test_a_derived_table_whose_first_build_was_cut_short_is_built_again_over_its_folder(shops: DbtProject) -> None:
+    """The first build of an events model (SQL) and of an `_hx` model (Python) committed its Delta
+    folder and the process died before the metastore registered it: every later build was refused
+    the folder, for good. The adapter registers the folder and builds the model again over it."""
+    spark = shops.spark
+    for model in ("orders_events", "orders_hx"):
+        before = shops.rows(f"select * from {{schema}}.{model}")
+        folder = Path(shops.rows(f"describe detail {{schema}}.{model}")[0]["location"].removeprefix("file:"))
+        kept = folder.with_name(folder.name + "_kept")
+        shutil.copytree(folder, kept)
+        spark.sql(f"drop table `{shops.schema}`.`{model}`")  # managed: its folder goes with it
+        shutil.move(kept, folder)  # the folder as the cut-short build left it, unknown to the metastore
+        shops.run_ok("run", "--select", model)
+        assert shops.rows(f"select * from {{schema}}.{model}") == before, model
+
+
 # --- the engine alone ------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ and real Delta tables."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -41,22 +42,21 @@ def visible_sql(engine: Engine) -> str:
     return compile_cut(engine)[0]
 
 
-@st.composite
-def days(draw: st.DrawFn) -> list[dict]:
+def days(seed: int) -> list[dict]:
     """Syncs 1..n, each of some tables (a key and its new name per table), with what happens
     after it lands: runs of chosen tables (a kill at a point of one of their applies, maybe),
-    or the sync given up by an operator with one of its batches never landed."""
+    or the sync given up by an operator with one of its batches never landed. Drawn from a seed,
+    so that the first examples are as varied as the others."""
+    rng = random.Random(seed)
     plan = []
-    for n in range(1, draw(st.integers(2, 4)) + 1):
-        held = draw(st.lists(st.sampled_from(TABLES), min_size=1, max_size=3, unique=True))
-        batches = {t: draw(st.integers(1, 3)) for t in held}
-        lost = draw(st.sampled_from([None, *held])) if len(held) > 1 and draw(st.integers(0, 4)) == 0 else None
+    for n in range(1, rng.randint(2, 4) + 1):
+        held = rng.sample(TABLES, rng.randint(1, 3))
+        batches = {t: rng.randint(1, 3) for t in held}
+        lost = rng.choice(held) if len(held) > 1 and rng.random() < 0.25 else None
         runs = []
-        for _ in range(draw(st.integers(1, 2))):
-            chosen = draw(st.lists(st.sampled_from(TABLES), min_size=1, max_size=3, unique=True))
-            kill = None
-            if draw(st.integers(0, 2)) == 0:
-                kill = (draw(st.sampled_from(chosen)), draw(st.sampled_from(apply.STOP_POINTS)))
+        for _ in range(rng.randint(1, 2)):
+            chosen = rng.sample(TABLES, rng.randint(1, 3))
+            kill = (rng.choice(chosen), rng.choice(apply.STOP_POINTS)) if rng.random() < 0.4 else None
             runs.append((chosen, kill))
         plan.append({"n": n, "batches": batches, "lost": lost, "runs": runs})
     return plan
@@ -125,13 +125,13 @@ def half_syncs_seen(engine: Engine, visible_sql: str) -> list[str]:
 
 
 @settings(
-    max_examples=examples(3, 12),
+    max_examples=examples(2, 12),
     deadline=None,
     derandomize=True,
     phases=[Phase.explicit, Phase.generate],  # every example runs Spark jobs: report, don't shrink
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(plan=days())
+@given(plan=st.integers(0, 2**32).map(days))
 # The wedge of per-table schedules (a sync applied by b's run first), a sync one of whose batches
 # never lands, and kills after a commit and after a record.
 @example(
@@ -150,7 +150,6 @@ def test_per_table_schedules_kills_and_syncs_given_up_converge_on_the_reference(
     engine: Engine, visible_sql: str, plan: list[dict]
 ) -> None:
     prefix = f"sch{next(counter)}"
-    print("PLAN", prefix, plan, flush=True)
     tables = [f"{prefix}_{t}" for t in TABLES]
     project = tables
     landed: dict[str, list[tuple[int, dict[int, str]]]] = {t: [] for t in tables}

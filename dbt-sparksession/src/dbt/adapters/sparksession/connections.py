@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredentials
+from dbt.adapters.sparksession import cut_short
 from dbt_common.exceptions import DbtRuntimeError
 
 METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
@@ -61,3 +63,17 @@ class SparkSessionConnectionManager(SparkConnectionManager):
                 " end, or let every client share the lakehouse through a Spark Connect server (README,"
                 " Profiles and Spark Connect)."
             ) from exc
+
+    def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
+        """dbt-spark's, but a model's table whose creation was cut short (cut_short.py) is registered
+        and the statement run again as a replace of it."""
+        try:
+            return super().add_query(sql, *args, **kwargs)
+        except DbtRuntimeError as exc:
+            relation, folder = cut_short.created_relation(sql), cut_short.folder_refused(str(exc))
+            if relation is None or folder is None:
+                raise
+        cut_short.register(
+            lambda statement: super(SparkSessionConnectionManager, self).add_query(statement), relation, folder
+        )
+        return super().add_query(cut_short.as_replace(sql), *args, **kwargs)
