@@ -125,9 +125,10 @@
       under an id no cleanup transaction has, and they are never read. -#}
   {%- set keys = lakehistory.history_keys(target) -%}
   {%- set purged_keys = lakehistory.purged_keys_relation(target) -%}
-  {%- set statements = [
+  {%- do lakehistory._engine('ensure_table', {'relation': purged_keys | string, 'statement':
       "create table if not exists " ~ purged_keys ~ " using delta as select cast(null as bigint) as `txn_id`, "
-        ~ lakehistory._columns(keys, none) ~ " from " ~ target ~ " where false",
+        ~ lakehistory._columns(keys, none) ~ " from " ~ target ~ " where false"}) -%}
+  {%- set statements = [
       "delete from " ~ purged_keys ~ " where `txn_id` = system.session.lakehistory_txn_id",
       "insert into " ~ purged_keys ~ " select distinct system.session.lakehistory_txn_id, " ~ lakehistory._columns(keys, none)
         ~ " from (" ~ doomed ~ ")",

@@ -286,6 +286,13 @@ def ensure_tags_table(spark: SparkSession, context: Mapping[str, Any]) -> str:
     return tags.ensure_tags_table(spark, ctx.transactions)
 
 
+def ensure_table(spark: SparkSession, context: Mapping[str, Any], relation: str, statement: str) -> None:
+    """A table the package's macros make (a cleanup's purged keys), by `statement` (a CREATE TABLE
+    IF NOT EXISTS the macro wrote), completed when a creation of it was cut short."""
+    Context.of(context)
+    transactions_table.create_if_missing(spark, relation, statement)
+
+
 def drop_tag(spark: SparkSession, context: Mapping[str, Any], name: str) -> bool:
     """Drop a tag; whether there was one."""
     ctx = Context.of(context)
