@@ -125,7 +125,7 @@ def half_syncs_seen(engine: Engine, visible_sql: str) -> list[str]:
 
 
 @settings(
-    max_examples=examples(2, 12),
+    max_examples=examples(1, 12),
     deadline=None,
     derandomize=True,
     phases=[Phase.explicit, Phase.generate],  # every example runs Spark jobs: report, don't shrink

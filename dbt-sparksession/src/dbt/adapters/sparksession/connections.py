@@ -73,7 +73,5 @@ class SparkSessionConnectionManager(SparkConnectionManager):
             relation, folder = cut_short.created_relation(sql), cut_short.folder_refused(str(exc))
             if relation is None or folder is None:
                 raise
-        cut_short.register(
-            lambda statement: super(SparkSessionConnectionManager, self).add_query(statement), relation, folder
-        )
+        cut_short.register(super().add_query, relation, folder)
         return super().add_query(cut_short.as_replace(sql), *args, **kwargs)
