@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from dbt_common.exceptions import DbtRuntimeError
+
 REFUSAL = "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"
 _FOLDER = re.compile(r"location \('(.*?)'\) is not empty", re.IGNORECASE)
 # dbt-spark's CREATE of a model's table: `create [or replace] table <relation>` ..., after dbt's
@@ -45,7 +47,7 @@ def register(run_sql: Callable[[str], Any], relation: str, folder: str) -> None:
     except Exception as exc:
         if "already exists" in str(exc).lower():
             return  # another writer registered it meanwhile
-        raise RuntimeError(
+        raise DbtRuntimeError(
             f"{relation} cannot be created: its folder {folder} holds files but no table Delta can read (a"
             " creation cut short before its first commit was whole). Move the folder away and run again."
         ) from exc
