@@ -108,6 +108,45 @@ def test_catch_up_equals_one_at_a_time_and_the_reference(engine: Engine, stream,
     assert catch_up[1] == one_at_a_time[1], "the transactions' counts differ"
 
 
+@pytest.mark.parametrize("width", [29, 64])
+def test_a_table_of_many_columns_gets_its_history(engine: Engine, width: int) -> None:
+    """Delta keeps file statistics of a table's first 32 columns by default, and the history
+    table's clustering needs them of its version column, which comes after the source's columns:
+    a source of 29 columns or more (two keys, odd names among them) is as any other."""
+    key = ["tenant id", "id"]
+    names = [f"c{c:02d}" if c % 7 else f"col {c}.x" for c in range(width - len(key))]
+    columns = [Column("tenant id", "string"), Column("id", "bigint")] + [
+        Column(n, ("string", "double", "bigint", "boolean")[c % 4]) for c, n in enumerate(names)
+    ]
+    values = {"string": lambda k, n: f"{k} v{n}", "double": lambda k, n: k + n / 10, "bigint": lambda k, n: k * n}
+    values["boolean"] = lambda k, n: (k + n) % 2 == 0
+
+    def version(k: int, n: int) -> dict:
+        start = dt.datetime(2024, 1, n, tzinfo=dt.UTC)
+        data = {c.name: values[c.type](k, n) for c in columns[2:]}
+        system = {START: start, END: TMAX, "_fivetran_active": True, "_fivetran_synced": start}
+        return {"tenant id": f"t{k % 2}", "id": k, **data, **system}
+
+    table = f"wide{width}"
+    batches = [
+        Batch(table, "000001", 1, key, columns, replace=[version(k, 1) for k in range(1, 6)]),
+        Batch(
+            table,
+            "000002",
+            2,
+            key,
+            columns,
+            replace=[version(k, 2) for k in (2, 4)],
+            earliest=[
+                {"tenant id": f"t{k % 2}", "id": k, START: dt.datetime(2024, 1, 2, tzinfo=dt.UTC)} for k in (2, 4)
+            ],
+        ),
+    ]
+    engine.land(table, batches)
+    engine.apply(table, columns, key)
+    assert engine.physical(table) == expected(batches, columns)[0]
+
+
 def test_a_run_asks_only_about_the_batches_in_its_landing_folder(engine: Engine) -> None:
     """Which landed batches were applied: the answer is as large as the landing folder (landed
     batches may be archived once applied), however many batches the table applied before."""

@@ -160,7 +160,9 @@ def create_table(spark: SparkSession, target: str, layout: Layout, versions: Ver
             f" open rows hold {open_text}'"
         )
         clustering = [*layout.keys[:3], "valid_to"]
-    properties = ["'delta.enableDeletionVectors' = 'true'"]
+    # Delta keeps file statistics of the first 32 columns only, and clustering needs them of its
+    # columns: a source table of about 30 columns or more puts the version columns past them.
+    properties = ["'delta.enableDeletionVectors' = 'true'", "'delta.dataSkippingNumIndexedCols' = '-1'"]
     if needs_column_mapping([*layout.keys, *layout.data]):
         properties.append(COLUMN_MAPPING)
     # Clustered by key (the merge reads a batch's keys) and by transaction time (as-of reads skip
