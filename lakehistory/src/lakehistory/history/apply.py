@@ -49,7 +49,7 @@ from lakehistory.history.group import (
     write_group,
 )
 from lakehistory.history.layout import Layout
-from lakehistory.history.session import own_session, session_conf
+from lakehistory.history.session import SMALL_BATCH_ROWS, SMALL_BATCH_SETTINGS, own_session, session_conf
 from lakehistory.history.table import (
     HistoryError,
     Versioning,
@@ -119,9 +119,10 @@ def apply_pending(
     writer of the transactions table (`writer_lock`, waiting up to `writer_wait_seconds`)."""
 
     # The statements run in a copy of dbt's session (session.py); the writer lock is this process's.
-    with own_session(spark) as own:
+    with own_session(spark) as own, contextlib.ExitStack() as sized:
         layout = layout_of(own, staged, keys, deleted_column, table=target)
         staged_batches = _staged_batches(own, staged, layout.keys[0])
+        sized.enter_context(session_conf(own, settings_for(staged_batches)))
         ready = exists and not any(columns_to_change(own, target, layout))
         # Staging found every landed batch recorded. Unless the table holds a commit the ledger
         # lacks (a stopped revert, capture or cleanup), it is left as it is, checked as every run
@@ -135,7 +136,9 @@ def apply_pending(
         # write. Under the lock they stand unless a recovery changed what is pending.
         early = None
         if ready:
-            early = _early_changes(own, target, staged, layout, versioning, staged_batches, max_batches_per_commit)
+            early = _early_changes(
+                own, target, staged, layout, versioning, staged_batches, max_batches_per_commit, writer_lock
+            )
         with lock.holding(spark, writer_lock, writer_wait_seconds):
             if not exists:
                 create_table(own, target, layout, versioning)
@@ -144,7 +147,8 @@ def apply_pending(
             _reached("columns_added")
             outcome = Outcome()
             try:
-                state, recovered = recover(own, transactions, target, history_tables, invocation_id, uuid_sql)
+                latest = early.latest if early is not None and early.hold == lock.hold_of(writer_lock) else None
+                state, recovered = recover(own, transactions, target, history_tables, invocation_id, uuid_sql, latest)
                 _reached("recovered")
                 if not exists and state.history_last_id:
                     raise HistoryError(_dropped_message(target, state))
@@ -173,6 +177,7 @@ def apply_pending(
                         state,
                         outcome,
                         computed,
+                        outside_turn=all(sync_id is not None for _, _, sync_id in plan),
                     )
                     at += taken
                 if refused:
@@ -184,6 +189,14 @@ def apply_pending(
             return {"batches": outcome.batches, "groups": outcome.groups, "transactions": outcome.transactions}
 
 
+def settings_for(batches: Sequence[Batch]) -> dict[str, str]:
+    """The session settings an apply of `batches` runs with: those of a small batch (session.py)
+    when they are few rows that rewrite no stored row beyond their keys, the profile's otherwise."""
+    if sum(b.rows_in for b in batches) <= SMALL_BATCH_ROWS and not any(b.rewrites for b in batches):
+        return dict(SMALL_BATCH_SETTINGS)
+    return {}
+
+
 def _group_end(applicable: list[Batch], at: int, max_batches_per_commit: int | None) -> int:
     """Where the group that starts at `applicable[at]` ends at the latest: before the next batch
     that rewrites stored rows, after `max_batches_per_commit` batches."""
@@ -193,11 +206,16 @@ def _group_end(applicable: list[Batch], at: int, max_batches_per_commit: int | N
 
 @dataclass(frozen=True)
 class _Early:
-    """A first group's changes computed before the writer lock, against the table at `version`."""
+    """A first group's changes computed before the writer lock, against the table at `version`,
+    its last commit then (`latest`, a row of its `describe history`), while this process held the
+    lock as `hold` (lock.hold_of; None: it did not). A commit of the table since then takes the
+    lock: if the hold is the same under it, `latest` is still the table's last commit."""
 
     batches: list[Batch]
     changes: Changes
     version: int
+    latest: Any = None
+    hold: int | None = None
 
     def of(self, group: list[Batch], state: ledger.Recorded) -> tuple[list[Batch], Changes] | None:
         """These changes, if they still stand under the lock: the group starts with the same
@@ -217,19 +235,21 @@ def _early_changes(
     versioning: Versioning,
     staged_batches: list[Batch],
     max_batches_per_commit: int | None,
+    writer_lock: str,
 ) -> _Early | None:
     """The first group's batches and changes of a table that has every column, computed before
     the writer lock; None where the batches need the lock's checks first (a clash, a refused
     deleted column: a recovery under the lock may yet drop the batch at fault)."""
     if not staged_batches or _unconfigured_deleted_column(staged_batches, layout) is not None:
         return None
-    version = int(spark.sql(f"describe history {target} limit 1").collect()[0].version)
+    hold = lock.hold_of(writer_lock)  # before the read: a take after it is a new hold
+    latest = spark.sql(f"describe history {target} limit 1").collect()[0]
     try:
         group = staged_batches[: _group_end(staged_batches, 0, max_batches_per_commit)]
         n, changes = _changes_of(spark, target, staged, layout, versioning, group)
     except HistoryError:
         return None
-    return _Early(group[:n], changes, version)
+    return _Early(group[:n], changes, int(latest.version), latest, hold)
 
 
 def _recorded_at_start(
@@ -399,13 +419,15 @@ def recover(
     history_tables: Sequence[str],
     invocation_id: str,
     uuid_sql: str,
+    latest: Any = None,
 ) -> tuple[ledger.Recorded, Recovered]:
     """Record unrecorded commits: of `target` and of the other tables (`_recover_others`).
     Returns the transactions table's state for `target` (checked last, so that its last id counts
-    every other table's) and the batches just recorded, as (history table, source table, batch id)."""
+    every other table's) and the batches just recorded, as (history table, source table, batch id).
+    `latest`: `target`'s last commit, when the caller knows it is still the last."""
     recovered, state = _recover_others(spark, transactions, {target}, history_tables, invocation_id, uuid_sql, target)
     lock.unrecorded.discard(target)
-    state, txns = ledger.recover(spark, transactions, target, uuid_sql, state)
+    state, txns = ledger.recover(spark, transactions, target, uuid_sql, state, latest)
     mine = [(target, t) for t in txns]
     _note_recovered(invocation_id, transactions, mine)
     return state, {(table, t.source_table, t.batch_id) for table, t in recovered + mine}
@@ -451,7 +473,8 @@ def _recover_others(
     if invocation_id not in _recovered_invocations:
         ledger.forget(transactions)
     every = lock.must_check_every_table()
-    tables = sorted((lock.unrecorded | (set(history_tables) if every else set())) - skip)
+    # a table another dbt thread is committing to outside its turn is that thread's to record
+    tables = sorted((lock.unrecorded | (set(history_tables) if every else set())) - skip - lock.writing)
     states = ledger.recorded_for(spark, transactions, [*tables, then])
     recovered: list[tuple[str, ledger.Txn]] = []
     for table in tables:
@@ -676,10 +699,12 @@ def _apply_group(
     state: ledger.Recorded,
     outcome: Outcome,
     computed: tuple[list[Batch], Changes] | None = None,
+    outside_turn: bool = False,
 ) -> tuple[int, ledger.Recorded]:
     """Apply the longest head of `group` that forms one group (`computed`: its batches and changes,
     when they are known already), each batch as its transaction of `plan` (_transactions_of);
-    return how many batches it took and the transactions table's state after it."""
+    return how many batches it took and the transactions table's state after it. `outside_turn`:
+    every id of the run's plan is a sync's, so the commit lets other dbt threads take their turn."""
     if computed is not None:
         n, changes = len(computed[0]), computed[1]
     else:
@@ -710,9 +735,14 @@ def _apply_group(
     # batch) still commits, so that its transactions are on record in the table too.
     lock.check_held()
     with committing([target]):
-        with session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}):
+        # Ids a sync reserved are no other table's to take: the other dbt threads go on meanwhile.
+        alone = lock.writing_outside_turn(target) if outside_turn else contextlib.nullcontext()
+        with (
+            alone,
+            session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}),
+        ):
             write_group(spark, target, layout, versions, version, changes, group[:n])
-        commit = own_commit(spark, target, txns)
+            commit = own_commit(spark, target, txns)
         record_commits(spark, transactions, [(target, commit)], uuid_sql, stop=_reached)
     _reached("recorded")
     outcome.batches += n

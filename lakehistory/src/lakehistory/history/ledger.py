@@ -167,11 +167,12 @@ def transaction_times(last_started: dt.datetime | None, count: int, now: dt.date
     return [(first + dt.timedelta(milliseconds=i)).isoformat(sep=" ", timespec="milliseconds") for i in range(count)]
 
 
-def unrecorded_commits(spark: SparkSession, history: str, state: Recorded) -> list[Commit]:
+def unrecorded_commits(spark: SparkSession, history: str, state: Recorded, latest: Any = None) -> list[Commit]:
     """The history table's commits that made transactions the transactions table lacks, oldest
     first: those from its last recorded Delta version on (that one too, in case rows of it were
-    lost), with only their unrecorded transactions."""
-    latest = spark.sql(f"describe history {history} limit 1").collect()
+    lost), with only their unrecorded transactions. `latest`: the table's last commit (a row of
+    its `describe history`), when the caller knows it is still the last."""
+    latest = [latest] if latest is not None else spark.sql(f"describe history {history} limit 1").collect()
     if not latest:
         return []
     since = state.delta_version if state.delta_version is not None else 0
@@ -407,14 +408,19 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
 
 
 def recover(
-    spark: SparkSession, transactions: str, history: str, uuid_sql: str, state: Recorded | None = None
+    spark: SparkSession,
+    transactions: str,
+    history: str,
+    uuid_sql: str,
+    state: Recorded | None = None,
+    latest: Any = None,
 ) -> tuple[Recorded, list[Txn]]:
     """Record what the history table committed and the transactions table lacks (a run stopped
     between the two). `state`: what the transactions table holds for it, when the caller has just
-    read that. Returns what the transactions table holds afterwards, and the transactions it just
-    recorded."""
+    read that; `latest`: the table's last commit, when the caller knows it (unrecorded_commits).
+    Returns what the transactions table holds afterwards, and the transactions it just recorded."""
     state = state or recorded(spark, transactions, history)
-    commits = unrecorded_commits(spark, history, state)
+    commits = unrecorded_commits(spark, history, state, latest)
     if not commits:
         return state, []
     txns = [t for c in commits for t in c.txns]

@@ -23,7 +23,9 @@ metastore) are two processes: they meet in a one-row Delta table beside the tran
   renewal or before its next commit (`check_held`), and recording an id another writer took
   meanwhile fails as a whole (ledger.insert_transactions).
 - Within one process, dbt threads take `in_process` in turn around each history apply and
-  each recovery before a capture's or cleanup's id.
+  each recovery before a capture's or cleanup's id. A history apply whose transaction ids are
+  a sync's, reserved already, writes its table outside that turn (`writing_outside_turn`), so
+  the tables of a sync commit side by side; the process keeps the lock meanwhile.
 - The lock's statements run in a session of their own (`_lock_session`), so nothing they do is
   seen by the statements of dbt's session that run meanwhile.
 """
@@ -67,6 +69,9 @@ _active = threading.local()
 # The history tables whose last commit this process could not record (apply.py records them
 # before its next id). A process that lets go of the lock with any says so in the lock's row.
 unrecorded: set[str] = set()
+# The history tables a dbt thread of this process is committing to outside `in_process`
+# (writing_outside_turn): their commits are that thread's to record, not another's to recover.
+writing: set[str] = set()
 UNRECORDED = "unrecorded commits in: "
 log = logging.getLogger(__name__)
 in_process = writer_turn
@@ -367,6 +372,34 @@ def holding(spark: SparkSession, lock: str, wait_seconds: float) -> Iterator[Non
             _active.hold = outer
 
 
+@contextlib.contextmanager
+def writing_outside_turn(target: str) -> Iterator[None]:
+    """Inside a `holding` block: let the other dbt threads of the process take their turn while
+    this one commits to the history table `target`, whose transaction ids are reserved already
+    (a sync's). The process keeps the lock; the turn is taken again, and the hold checked, after
+    the block. Over Spark Connect the thread keeps its turn (own_session holds it for the whole
+    apply: the statements share one server session's views and settings)."""
+    found = getattr(_active, "hold", None)
+    writing.add(target)
+    in_process.release()
+    try:
+        yield
+    finally:
+        in_process.acquire()
+        writing.discard(target)
+        if found is not None:
+            held = _held.get(found[0])
+            if held is not None:
+                held.used = time.monotonic()
+
+
+def hold_of(lock: str) -> int | None:
+    """Which take of `lock` this process holds now (None: none, or one it may have lost). While
+    it stays the same, no other process has written to the lakehouse's tables."""
+    held = _held.get(lock)
+    return held.epoch if held is not None and not held.lost else None
+
+
 def active_hold() -> tuple[str, int] | None:
     """The lock the calling thread writes under (a `holding` block) and which take of it this
     is. While it stays the same, no other process has written the transactions table: what this
@@ -472,6 +505,8 @@ def _keep(lock: str, held: _Hold) -> None:
     """Renew the hold while the process writes (a writer may run for long: renewing never waits
     for it); let go once the process has taken no id for IDLE_SECONDS and no writer runs."""
     while not held.stop.wait(RENEW_SECONDS):
+        if writing:  # a commit outside the turn: its ids were taken under this hold
+            held.used = time.monotonic()
         if time.monotonic() - held.used >= IDLE_SECONDS and in_process.acquire(blocking=False):
             try:
                 if time.monotonic() - held.used >= IDLE_SECONDS:

@@ -21,6 +21,12 @@ from pyspark.sql import SparkSession
 # statements in dbt's session (own_session). One lock for both, so no two threads wait on each other.
 writer_turn = threading.RLock()
 
+# A batch of at most this many rows reads only the stored rows of its keys: its statements run on
+# one shuffle partition without adaptive re-planning, which would make a Spark job of each of the
+# rules' many shuffles (each a few rows) and plan them one after another.
+SMALL_BATCH_ROWS = 1000
+SMALL_BATCH_SETTINGS = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false"}
+
 
 @contextmanager
 def own_session(spark: SparkSession) -> Iterator[SparkSession]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ class Action:
     busy: float  # seconds in which at least one of its jobs ran
     log_jobs: int = 0  # of its jobs, those that read a Delta table's log (DELTA_LOG_JOBS)
     plan: str = ""
+    thread: str = ""  # the Python thread that ran it (a dbt thread: the node's)
+    wall: float = 0.0  # time.time() when it began
 
 
 @dataclass
@@ -54,18 +57,28 @@ class Recorder:
     explain: Path | None = None  # where to append each query's full physical plan
     actions: list[Action] = field(default_factory=list)
     overhead: float = 0.0  # seconds of the recorder's own bookkeeping, inside the node's time
-    _depth: int = 0
+    _depth: threading.local = field(default_factory=threading.local)
+    _originals: list[tuple[Any, str, Any]] = field(default_factory=list)
 
     def _store(self):
         return self.spark.sparkContext._jsc.sc().statusStore()
 
     def _job_count(self) -> int:
-        return int(self._store().jobsList(None).size())
+        """One past the newest job's id (the status store lists its jobs newest first, and keeps
+        the last spark.ui.retainedJobs only: their number stops growing in a long session)."""
+        jobs = self._store().jobsList(None)
+        return int(jobs.apply(0).jobId()) + 1 if jobs.size() else 0
 
     def _jobs_since(self, first_job: int) -> list[Any]:
+        """The jobs from id `first_job` on: a walk of the few newest only."""
         jobs = self._store().jobsList(None)
-        every = (jobs.apply(i) for i in range(jobs.size()))
-        return [job for job in every if job.jobId() >= first_job]
+        found = []
+        for i in range(jobs.size()):
+            job = jobs.apply(i)
+            if job.jobId() < first_job:
+                break
+            found.append(job)
+        return found[::-1]
 
     @staticmethod
     def _busy(jobs: list[Any]) -> float:
@@ -99,22 +112,29 @@ class Recorder:
             (MergeIntoWriter, "merge"),
             (SparkSession, "sql"),
         ):
+            self._originals.append((owner, name, getattr(owner, name)))
             setattr(owner, name, self._wrap(getattr(owner, name), name))
+
+    def uninstall(self) -> None:
+        for owner, name, original in self._originals:
+            setattr(owner, name, original)
+        self._originals.clear()
 
     def _wrap(self, call, name: str):
         recorder = self
 
         def timed(target, *args, **kwargs):
-            if recorder._depth:  # an action inside another (e.g. `first` calls `collect`)
+            depth = getattr(recorder._depth, "n", 0)
+            if depth:  # an action inside another (e.g. `first` calls `collect`), in this thread
                 return call(target, *args, **kwargs)
-            recorder._depth += 1
-            counting = time.perf_counter()
+            recorder._depth.n = 1
+            counting, wall = time.perf_counter(), time.time()
             jobs = recorder._job_count()
             started = time.perf_counter()
             try:
                 result = call(target, *args, **kwargs)
             finally:
-                recorder._depth -= 1
+                recorder._depth.n = 0
             ended = time.perf_counter()
             seconds, first_job = ended - started, jobs
             jobs = recorder._job_count() - first_job
@@ -125,7 +145,10 @@ class Recorder:
                 text = " ".join(str(args[0]).split())[:60] if name == "sql" and args else name
                 ran = recorder._jobs_since(first_job) if jobs else []  # one walk of the job list
                 busy, log_jobs = recorder._busy(ran), recorder._log_jobs(ran)
-                recorder.actions.append(Action(_caller(), text, started, seconds, jobs, busy, log_jobs, plan))
+                thread = threading.current_thread().name
+                recorder.actions.append(
+                    Action(_caller(), text, started, seconds, jobs, busy, log_jobs, plan, thread, wall)
+                )
             recorder.overhead += (started - counting) + (time.perf_counter() - ended)
             return result
 

@@ -1,16 +1,23 @@
 """`python -m lakehistory_tools.bench.sync`: what one sync of a connector's many tables costs.
 
-    python -m lakehistory_tools.bench.sync                          # 50 tables, 3 rounds
+    python -m lakehistory_tools.bench.sync                          # 10 and 50 tables, 5 rounds
     python -m lakehistory_tools.bench.sync --tables 10,50,100 --runs 3
 
 A connector delivers a batch for each of many tables per sync, most of them small. Each table has
-a history model (a few hundred rows of history, four columns); each round lands a 5-row batch for
-every table (for every other one in the `idle` round) and applies them with one `dbt run` of the
-history models, with the profile's threads. Side by side, in alternating order, the hand-written
-floor applies the same landed files to Fivetran-shaped copies of the tables in the same Spark
-session: per table, read the CSV files, one MERGE, one INSERT; one table at a time and with as
-many threads as dbt, the faster of the two. It prints the medians, their ratio, the cost of one
-more table (the slope over the table counts) and an idle node's share of the run's wall time.
+a history model (a few hundred rows of history, 4 to 60 columns: tables of several widths, as a
+connector's are); each round lands a 5-row batch for every table as one sync (its manifests name
+the sync and every table of it, as a connector's do) and applies them with one `dbt run` of the
+history models, with the profile's threads. Side by side, in alternating order, two floors apply
+the same landed files to Fivetran-shaped copies of the tables in the same Spark session:
+- today's: per table, read the CSV files, one MERGE, one INSERT;
+- the engine's, the least the product's contract needs: per table one MERGE that closes the
+  active rows and inserts the new versions, and one ledger insert for the whole sync.
+Each floor runs one table at a time and with as many threads as dbt; the faster counts. One more
+round lands the batches without a sync (as before syncs), for the legacy path's figure, and a
+last one is counted statement by statement: per busy table its Spark statements, Spark jobs and
+seconds held under the writer lock (medians over the tables). It prints the medians, their
+ratios, the cost of one more table (the slope over the table counts) and an idle node's share
+of the run's wall time.
 """
 
 from __future__ import annotations
@@ -26,16 +33,23 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
-from lakehistory.landing.batch import TMAX, Batch, Column
+from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.landing.write import write_batch
 from lakehistory.runtime.paths import local_home
 
 SOURCE = "sync"
-COLUMNS = [Column("id", "bigint"), Column("name", "string"), Column("amount", "double"), Column("flag", "boolean")]
+WIDTHS = (4, 12, 30, 60)  # columns of table i: WIDTHS[i % 4], the key among them
+TYPES = ("string", "double", "boolean", "bigint", "date", "timestamp", "decimal(18,2)")
 HISTORY_KEYS = 200  # rows of each table's first batch; the second revises half of them
 BATCH_KEYS = 5
 THREADS = 4  # the profile's
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+SYSTEM_TYPES = {
+    "_fivetran_start": "timestamp",
+    "_fivetran_end": "timestamp",
+    "_fivetran_active": "boolean",
+    "_fivetran_synced": "timestamp",
+}
 
 
 def table(i: int) -> str:
@@ -46,6 +60,26 @@ def model(i: int) -> str:
     return f"sync_{table(i)}"
 
 
+def columns(i: int) -> list[Column]:
+    """Table i's key and data columns."""
+    width = WIDTHS[i % len(WIDTHS)]
+    return [Column("id", "bigint"), *(Column(f"c{c:02d}", TYPES[c % len(TYPES)]) for c in range(1, width))]
+
+
+def _value(type_: str, key: int, n: int, c: int):
+    if type_ == "string":
+        return f"value {key} v{n} c{c}"
+    if type_ in ("double", "decimal(18,2)"):
+        return round(key * 1.5 + n + c / 100, 2)
+    if type_ == "boolean":
+        return (key + n + c) % 2 == 0
+    if type_ == "bigint":
+        return key * 1000 + n * 10 + c
+    if type_ == "date":
+        return dt.date(2020, 1, 1) + dt.timedelta(days=key + n + c)
+    return T0 + dt.timedelta(minutes=key + n + c)
+
+
 def write_project(project: Path, tables: int) -> None:
     """One source entry and one history model per table, as a user's project has them."""
     folder = project / "models" / "sync"
@@ -54,7 +88,7 @@ def write_project(project: Path, tables: int) -> None:
         {
             "name": table(i),
             "meta": {"lakehistory": {"key": ["id"]}},
-            "columns": [{"name": c.name, "data_type": c.type} for c in COLUMNS],
+            "columns": [{"name": c.name, "data_type": c.type} for c in columns(i)],
         }
         for i in range(1, tables + 1)
     ]
@@ -71,12 +105,11 @@ def write_project(project: Path, tables: int) -> None:
         )
 
 
-def _row(key: int, start: dt.datetime, n: int) -> dict:
+def _row(i: int, key: int, start: dt.datetime, n: int) -> dict:
+    data = {c.name: _value(c.type, key, n, at) for at, c in enumerate(columns(i)[1:], start=1)}
     return {
         "id": key,
-        "name": f"name {key} v{n}",
-        "amount": key * 1.5 + n,
-        "flag": (key + n) % 2 == 0,
+        **data,
         "_fivetran_start": start,
         "_fivetran_end": TMAX,
         "_fivetran_active": True,
@@ -84,36 +117,42 @@ def _row(key: int, start: dt.datetime, n: int) -> dict:
     }
 
 
-def land(landing: Path, i: int, n: int, keys: Sequence[int]) -> None:
-    """Batch n of table i: a new version of each of `keys`, an hour after batch n - 1."""
+def land(landing: Path, i: int, n: int, keys: Sequence[int], sync: Sync | None = None) -> None:
+    """Batch n of table i: a new version of each of `keys`, an hour after batch n - 1, in `sync`."""
     start = T0 + dt.timedelta(hours=n)
-    rows = [_row(k, start, n) for k in keys]
+    rows = [_row(i, k, start, n) for k in keys]
     batch = Batch(
         table=table(i),
         batch_id=f"{n:06d}",
         sequence=n,
         key=["id"],
-        columns=COLUMNS,
+        columns=columns(i),
         replace=rows,
         earliest=[{"id": k, "_fivetran_start": start} for k in keys],
+        sync=sync,
     )
     write_batch(landing, batch)
 
 
-def hand_apply(spark, landing: Path, schema: str, i: int, *, n: int, threads: int) -> None:
-    """The floor for one table: its batch's files read and typed, one MERGE that ends the active
-    rows of the batch's keys (rule 8), one INSERT of the new versions (rule 9)."""
+def land_sync(landing: Path, n: int, tables: Sequence[int], keys: Sequence[int], in_sync: bool = True) -> None:
+    """Batch n of each of `tables` (their numbers), as one sync (`in_sync`) or as batches of their own."""
+    sync = Sync(f"sync-{n:06d}", n, tuple(table(i) for i in tables)) if in_sync else None
+    for i in tables:
+        land(landing, i, n, keys, sync)
+
+
+def _typed(spark, landing: Path, i: int, n: int):
     from pyspark.sql import functions as F
 
-    types = {c.name: c.type for c in COLUMNS} | {
-        "_fivetran_start": "timestamp",
-        "_fivetran_end": "timestamp",
-        "_fivetran_active": "boolean",
-        "_fivetran_synced": "timestamp",
-    }
-    folder = landing / table(i) / f"{n:06d}"
-    raw = spark.read.option("header", True).csv(str(folder / "replace_0.csv"))
-    rows = raw.select(*[F.col(c).cast(types[c]) for c in types])
+    types = {c.name: c.type for c in columns(i)} | SYSTEM_TYPES
+    raw = spark.read.option("header", True).csv(str(landing / table(i) / f"{n:06d}" / "replace_0.csv"))
+    return raw.select(*[F.col(c).cast(types[c]) for c in types])
+
+
+def hand_apply(spark, landing: Path, schema: str, i: int, *, n: int, threads: int) -> None:
+    """Today's floor for one table: its batch's files read and typed, one MERGE that ends the
+    active rows of the batch's keys (rule 8), one INSERT of the new versions (rule 9)."""
+    rows = _typed(spark, landing, i, n)
     target = f"`{schema}`.`{hand_table(i, threads)}`"
     spark.sql(
         f"""
@@ -128,9 +167,43 @@ def hand_apply(spark, landing: Path, schema: str, i: int, *, n: int, threads: in
     rows.write.format("delta").mode("append").saveAsTable(target)
 
 
+def engine_apply(spark, landing: Path, schema: str, i: int, *, n: int, threads: int) -> dict:
+    """The engine's floor for one table: one MERGE whose source holds each new version twice, once
+    keyed to close the key's active row and once unkeyed to be inserted. Returns its ledger row."""
+    rows = _typed(spark, landing, i, n)
+    target = f"`{schema}`.`{engine_table(i, threads)}`"
+    names = [c.name for c in columns(i)] + list(SYSTEM_TYPES)
+    listed = ", ".join(f"`{c}`" for c in names)
+    spark.sql(
+        f"""
+        merge into {target} as t
+        using (
+            select `id` as `_merge_key`, * from {{rows}}
+            union all
+            select cast(null as bigint) as `_merge_key`, * from {{rows}}
+        ) as s
+        on t.`id` = s.`_merge_key` and t.`_fivetran_active`
+        when matched then update set
+            t.`_fivetran_end` = s.`_fivetran_start` - interval 1 millisecond, t.`_fivetran_active` = false
+        when not matched and s.`_merge_key` is null then insert ({listed}) values ({listed})
+        """,
+        rows=rows,
+    )
+    return {"txn_id": n, "history_table": target, "batch_id": f"{n:06d}"}
+
+
+def engine_ledger(spark, schema: str) -> str:
+    return f"`{schema}`.`engine_ledger`"
+
+
 def hand_table(i: int, threads: int) -> str:
-    """The floor's Fivetran-shaped copy of table i, one per way it is applied."""
+    """Today's floor's Fivetran-shaped copy of table i, one per way it is applied."""
     return f"hand{threads}_{table(i)}"
+
+
+def engine_table(i: int, threads: int) -> str:
+    """The engine floor's copy of table i, one per way it is applied."""
+    return f"engine{threads}_{table(i)}"
 
 
 def headline(counts: Sequence[int]) -> int:
@@ -139,59 +212,184 @@ def headline(counts: Sequence[int]) -> int:
 
 
 def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int], runs: int, say=print) -> None:
-    """The sync figures into `meter`: per round and table count, `sync_dbt_run` and `sync_floor`
-    (seconds of the whole sync), `sync_slope_dbt` and `sync_slope_floor` (one more table, over the
-    fewest to the most tables) and `idle_table` (an idle node's share of a run's wall time, in a
-    sync of the headline count where half the tables are idle). `dbt` and `spark` are the
-    benchmark's; the project must have the models of `write_project` for the most tables."""
+    """The sync figures into `meter`: per round and table count, `sync_dbt_run`, `sync_floor` and
+    `sync_engine_floor` (seconds of the whole sync); `sync_slope_dbt`, `sync_slope_floor` and
+    `sync_slope_engine` (one more table, over the fewest to the most tables); `idle_table` (an
+    idle node's share of a run's wall time, in a sync of the headline count where half the
+    tables are idle); once, `sync_legacy` (the headline count's batches landed without a sync)
+    and, per busy table of a counted sync, `busy_table_statements`, `busy_table_spark_jobs` and
+    `busy_table_lock_seconds`. `dbt` and `spark` are the benchmark's; the project must have the
+    models of `write_project` for the most tables."""
     counts = sorted(counts)
     most, idle_of = counts[-1], headline(counts)
     spark.sql(f"create schema if not exists `{schema}`")
-    for i in range(1, most + 1):
-        land(landing, i, 1, range(1, HISTORY_KEYS + 1))
-        land(landing, i, 2, range(1, HISTORY_KEYS + 1, 2))
-    dbt(schema, landing, "run", "--select", *[model(i) for i in range(1, most + 1)])  # the history: not timed
-    for i in range(1, most + 1):
-        for threads in (1, THREADS):
-            spark.sql(
-                f"create or replace table `{schema}`.`{hand_table(i, threads)}` using delta as"
-                f" select * except (`valid_from`, `valid_to`) from `{schema}`.`{model(i)}`"
-            )
+    every = range(1, most + 1)
+    land_sync(landing, 1, every, range(1, HISTORY_KEYS + 1))
+    land_sync(landing, 2, every, range(1, HISTORY_KEYS + 1, 2))
+    dbt(schema, landing, "run", "--select", *[model(i) for i in every])  # the history: not timed
+    copies = [hand_table, engine_table]
+    for i in every:
+        for copy in copies:
+            for threads in (1, THREADS):
+                spark.sql(
+                    f"create or replace table `{schema}`.`{copy(i, threads)}` using delta as"
+                    f" select * except (`valid_from`, `valid_to`) from `{schema}`.`{model(i)}`"
+                )
+    spark.sql(
+        f"create or replace table {engine_ledger(spark, schema)}"
+        " (`txn_id` bigint, `history_table` string, `batch_id` string) using delta"
+    )
     n = 2
+    names = ("dbt_run", "floor", "engine_floor")
     for r in range(1, runs + 1):
         took: dict[tuple[str, int], float] = {}
         for tables in counts if r % 2 else counts[::-1]:
             n += 1
-            for i in range(1, tables + 1):
-                land(landing, i, n, range(r * 7 % 100 + 1, r * 7 % 100 + 1 + BATCH_KEYS))
+            land_sync(landing, n, range(1, tables + 1), _keys(r))
             steps = [
                 ("sync_dbt_run", partial(_dbt_run, dbt, schema, landing, tables)),
                 ("sync_floor", partial(_floor, spark, landing, schema, tables, n)),
+                ("sync_engine_floor", partial(_engine_floor, spark, landing, schema, tables, n)),
             ]
             for name, step in steps if r % 2 else steps[::-1]:
                 took[name, tables] = meter.measure(name, tables, r, step, tables=tables, batch_keys=BATCH_KEYS).seconds
         if len(counts) > 1:
             lo, hi = counts[0], counts[-1]
-            for name in ("dbt_run", "floor"):
+            for name, slope_name in zip(names, ("dbt", "floor", "engine")):
                 slope = (took[f"sync_{name}", hi] - took[f"sync_{name}", lo]) / (hi - lo)
-                meter.record(f"sync_slope_{name.split('_')[0]}", hi, r, slope, tables=(lo, hi))
-        # the idle round: a batch for every other table of the headline count
+                meter.record(f"sync_slope_{slope_name}", hi, r, slope, tables=(lo, hi))
+        # the idle round: a sync of every other table of the headline count
         n += 1
-        for i in range(1, idle_of + 1, 2):
-            land(landing, i, n, range(1, BATCH_KEYS + 1))
+        busy_numbers = range(1, idle_of + 1, 2)
+        land_sync(landing, n, busy_numbers, range(1, BATCH_KEYS + 1))
         nodes: dict[str, float] = {}
         wall = _dbt_run(dbt, schema, landing, idle_of, nodes)
-        busy = {model(i) for i in range(1, idle_of + 1, 2)}
+        busy = {model(i) for i in busy_numbers}
         idle = [s for name, s in nodes.items() if name not in busy]
-        share = wall * sum(idle) / sum(nodes.values()) / len(idle)
+        share = wall * sum(idle) / sum(nodes.values()) / max(len(idle), 1)
         meter.record("idle_table", idle_of, r, share, tables=idle_of, idle_tables=len(idle), run_seconds=round(wall, 3))
-        for i in range(1, idle_of + 1, 2):  # the floor's copies take the same batch, so they stay alike
-            for threads in (1, THREADS):
-                hand_apply(spark, landing, schema, i, n=n, threads=threads)
+        _catch_up_floors(spark, landing, schema, busy_numbers, n)
         say(
             f"sync round {r}: "
             + ", ".join(f"{name} of {tables} tables {s:.1f}s" for (name, tables), s in sorted(took.items()))
             + f"; {idle_of} tables, half idle, {wall:.1f}s: an idle node's share {share:.2f}s"
+        )
+    # the legacy round: the headline count's batches of their own, as before syncs
+    n += 1
+    land_sync(landing, n, range(1, idle_of + 1), _keys(runs + 1), in_sync=False)
+    legacy = meter.measure("sync_legacy", idle_of, 1, partial(_dbt_run, dbt, schema, landing, idle_of))
+    _catch_up_floors(spark, landing, schema, range(1, idle_of + 1), n)
+    # the counted round: one more sync of the headline count, statement by statement
+    n += 1
+    land_sync(landing, n, range(1, idle_of + 1), _keys(runs + 2))
+    per_table = _counted_run(dbt, spark, schema, landing, idle_of, landing.parent / "counted_sync.txt")
+    for name, values in per_table.items():
+        for at, value in enumerate(values, start=1):
+            meter.record(name, idle_of, at, value, tables=idle_of)
+    _catch_up_floors(spark, landing, schema, range(1, idle_of + 1), n)
+    say(
+        f"legacy (no sync) {idle_of} tables {legacy.seconds:.1f}s; per busy table (medians): "
+        + ", ".join(f"{name} {statistics.median(v):.2f}" for name, v in per_table.items())
+    )
+
+
+def _keys(r: int) -> range:
+    return range(r * 7 % 100 + 1, r * 7 % 100 + 1 + BATCH_KEYS)
+
+
+def _catch_up_floors(spark, landing: Path, schema: str, numbers: Sequence[int], n: int) -> None:
+    """The floors' copies take batch n too (untimed), so they stay alike."""
+    for i in numbers:
+        for threads in (1, THREADS):
+            hand_apply(spark, landing, schema, i, n=n, threads=threads)
+            engine_apply(spark, landing, schema, i, n=n, threads=threads)
+
+
+def _counted_run(dbt, spark, schema: str, landing: Path, tables: int, listing: Path) -> dict[str, list[float]]:
+    """One `dbt run` of the first `tables` history models, on one dbt thread, with every Spark
+    statement recorded (statements.Recorder) and the writer lock's turns timed: per node, its
+    statements, Spark jobs and seconds its thread held the turn (what the other threads of a run
+    wait for). A node's are those its thread ran between its start and end; the run's shared
+    reads fall to the node that made them first, which the medians leave aside. Each node's
+    statements and turns are listed in `listing`."""
+    from lakehistory.history import lock
+    from lakehistory_tools.bench.statements import Recorder
+
+    recorder = Recorder(spark)
+    turns = _TurnClock(lock)
+    recorder.install()
+    turns.install()
+    try:
+        # one dbt thread: every job the status store lists in a node's span is the node's own
+        result = dbt(schema, landing, "run", "--threads", "1", "--select", *[model(i) for i in range(1, tables + 1)])
+    finally:
+        recorder.uninstall()
+        turns.uninstall()
+    lines: list[str] = []
+    figures: dict[str, list[float]] = {
+        "busy_table_statements": [],
+        "busy_table_spark_jobs": [],
+        "busy_table_lock_seconds": [],
+    }
+    for r in result.result.results:
+        spans = [t for t in r.timing if t.started_at and t.completed_at]  # compile (the staging) and execute
+        if not spans:
+            continue
+        began, ended = min(t.started_at.timestamp() for t in spans), max(t.completed_at.timestamp() for t in spans)
+        mine = [a for a in recorder.actions if a.thread == r.thread_id and began <= a.wall <= ended]
+        figures["busy_table_statements"].append(len(mine))
+        figures["busy_table_spark_jobs"].append(sum(a.jobs for a in mine))
+        figures["busy_table_lock_seconds"].append(turns.held(r.thread_id, began, ended))
+        lines.append(
+            f"{r.node.name}: {ended - began:.2f}s, {len(mine)} statements, {sum(a.jobs for a in mine)} jobs,"
+            f" {figures['busy_table_lock_seconds'][-1]:.2f}s held"
+        )
+        lines += [f"  {a.wall - began:6.2f} {a.seconds:6.2f} {a.jobs:3d}  {a.where:<40} {a.what}" for a in mine]
+        lines += [
+            f"  {start - began:6.2f} {end - start:6.2f} {'turn' if sign > 0 else 'outside the turn'}"
+            for name, start, end, sign in turns.spans
+            if name == r.thread_id and began <= start <= ended
+        ]
+    listing.write_text("\n".join(lines) + "\n")
+    return figures
+
+
+class _TurnClock:
+    """Times each dbt thread's turns under the writer lock (lock.holding), less what it spent
+    committing outside the turn (lock.writing_outside_turn)."""
+
+    def __init__(self, lock) -> None:
+        self.lock = lock
+        self.spans: list[tuple[str, float, float, int]] = []  # thread, start, end, +1 held / -1 outside
+        self._originals = (lock.holding, lock.writing_outside_turn)
+
+    def install(self) -> None:
+        import contextlib
+        import threading
+
+        holding, outside = self._originals
+        spans = self.spans
+
+        def timed(original, sign):
+            @contextlib.contextmanager
+            def wrapper(*args, **kwargs):
+                with original(*args, **kwargs):
+                    began = time.time()
+                    try:
+                        yield
+                    finally:
+                        spans.append((threading.current_thread().name, began, time.time(), sign))
+
+            return wrapper
+
+        self.lock.holding, self.lock.writing_outside_turn = timed(holding, 1), timed(outside, -1)
+
+    def uninstall(self) -> None:
+        self.lock.holding, self.lock.writing_outside_turn = self._originals
+
+    def held(self, thread: str, began: float, ended: float) -> float:
+        return sum(
+            sign * (end - start) for name, start, end, sign in self.spans if name == thread and began <= start <= ended
         )
 
 
@@ -228,7 +426,7 @@ def _dbt_run(dbt, schema: str, landing: Path, tables: int, nodes: dict[str, floa
 
 
 def _floor(spark, landing: Path, schema: str, tables: int, n: int) -> float:
-    """The faster of one table at a time and THREADS at once, each on copies of its own."""
+    """Today's floor: the faster of one table at a time and THREADS at once, each on copies of its own."""
     times = []
     for threads in (1, THREADS):
         began = time.perf_counter()
@@ -238,25 +436,48 @@ def _floor(spark, landing: Path, schema: str, tables: int, n: int) -> float:
     return min(times)
 
 
+def _engine_floor(spark, landing: Path, schema: str, tables: int, n: int) -> float:
+    """The engine's floor: a MERGE per table (one at a time, or THREADS at once: the faster), then
+    the sync's ledger rows in one INSERT."""
+    times = []
+    for threads in (1, THREADS):
+        began = time.perf_counter()
+        with ThreadPoolExecutor(threads) as pool:
+            rows = list(
+                pool.map(partial(engine_apply, spark, landing, schema, n=n, threads=threads), range(1, tables + 1))
+            )
+        spark.createDataFrame(rows, "txn_id bigint, history_table string, batch_id string").write.format("delta").mode(
+            "append"
+        ).saveAsTable(engine_ledger(spark, schema))
+        times.append(time.perf_counter() - began)
+    return min(times)
+
+
 def report(meter, counts: list[int]) -> None:
     def median(name: str, tables: int | None = None) -> float:
         return statistics.median(s.seconds for s in meter.of(name, tables))
 
-    print("\nsync_of_many_tables: one `dbt run` of the history models against the hand-written floor")
-    print(f"{'tables':>7} {'dbt run':>10} {'floor':>10} {'ratio':>6} {'dbt/table':>10} {'floor/table':>12}")
+    print("\nsync_of_many_tables: one `dbt run` of the history models, one sync, against the two floors")
+    print(f"{'tables':>7} {'dbt run':>10} {'floor':>10} {'ratio':>6} {'engine':>10} {'ratio':>6} {'dbt/table':>10}")
     for tables in counts:
-        a, b = median("sync_dbt_run", tables), median("sync_floor", tables)
-        print(f"{tables:>7} {a:9.1f}s {b:9.1f}s {a / b:6.2f} {a / tables:9.2f}s {b / tables:11.2f}s")
+        a, b, c = median("sync_dbt_run", tables), median("sync_floor", tables), median("sync_engine_floor", tables)
+        print(f"{tables:>7} {a:9.1f}s {b:9.1f}s {a / b:6.2f} {c:9.1f}s {a / c:6.2f} {a / tables:9.2f}s")
     if len(counts) > 1:
-        a, b = median("sync_slope_dbt"), median("sync_slope_floor")
-        print(f"one more table ({counts[0]} to {counts[-1]} tables): dbt {a:.2f}s, floor {b:.2f}s, ratio {a / b:.2f}")
+        a, b, c = median("sync_slope_dbt"), median("sync_slope_floor"), median("sync_slope_engine")
+        print(
+            f"one more table ({counts[0]} to {counts[-1]} tables): dbt {a:.2f}s, floor {b:.2f}s (ratio {a / b:.2f}),"
+            f" engine floor {c:.2f}s (ratio {a / c:.2f})"
+        )
+    print(f"legacy (batches of no sync), {headline(counts)} tables: {median('sync_legacy'):.1f}s")
     print(f"idle_table: an idle node's share of the run's wall time {median('idle_table'):.2f}s (median)")
+    for name in ("busy_table_statements", "busy_table_spark_jobs", "busy_table_lock_seconds"):
+        print(f"{name}: {median(name):.2f} (median over the busy tables of one sync)")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m lakehistory_tools.bench.sync", description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", default="50", help="table counts compared, comma-separated (default 50)")
-    parser.add_argument("--runs", type=int, default=3, help="rounds (default 3)")
+    parser.add_argument("--tables", default="10,50", help="table counts compared, comma-separated (default 10,50)")
+    parser.add_argument("--runs", type=int, default=5, help="rounds (default 5)")
     parser.add_argument("--out", type=Path, default=None, help="work folder (default $LAKEHISTORY_HOME/bench-sync)")
     parser.add_argument("--repository", type=Path, default=Path.cwd(), help="the checkout (default: here)")
     return parser.parse_args(argv)
