@@ -12,6 +12,17 @@ import pytest
 from harness import REPO_ROOT
 from lakehistory_tools.bench.__main__ import main
 
+SYNC_MEASURES = {
+    "sync_dbt_run",
+    "sync_floor",
+    "sync_engine_floor",
+    "sync_slope_dbt",
+    "sync_slope_floor",
+    "sync_slope_engine",
+    "idle_table",
+}
+# one sample per busy table of the counted sync (the headline table count), or one in all
+PER_TABLE = {"busy_table_statements", "busy_table_spark_jobs", "busy_table_lock_seconds"}
 MEASURES = {
     "batch_cost",
     "hand_written",
@@ -24,29 +35,10 @@ MEASURES = {
     "fk_equi_join",
     "as_of_old",
     "current_state",
-    "sync_dbt_run",
-    "sync_floor",
-    "sync_engine_floor",
-    "sync_slope_dbt",
-    "sync_slope_floor",
-    "sync_slope_engine",
-    "idle_table",
     "sync_legacy",
-    "busy_table_statements",
-    "busy_table_spark_jobs",
-    "busy_table_lock_seconds",
+    *SYNC_MEASURES,
+    *PER_TABLE,
 }
-SYNC_MEASURES = {
-    "sync_dbt_run",
-    "sync_floor",
-    "sync_engine_floor",
-    "sync_slope_dbt",
-    "sync_slope_floor",
-    "sync_slope_engine",
-    "idle_table",
-}
-# one sample per busy table of the counted sync (the headline table count), or one in all
-PER_TABLE = {"busy_table_statements", "busy_table_spark_jobs", "busy_table_lock_seconds"}
 SYNC_FIGURES = {"sync_of_many_tables", "sync_vs_engine_floor", "sync_table_marginal", "idle_table"}
 FIGURES = {
     "small_batch_vs_hand_written",
