@@ -192,7 +192,8 @@ def engine_apply(spark, landing: Path, schema: str, i: int, *, n: int, threads: 
     return {"txn_id": n, "history_table": target, "batch_id": f"{n:06d}"}
 
 
-def engine_ledger(spark, schema: str) -> str:
+def engine_ledger(schema: str) -> str:
+    """The engine floor's ledger: a row per table and sync."""
     return f"`{schema}`.`engine_ledger`"
 
 
@@ -236,7 +237,7 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
                     f" select * except (`valid_from`, `valid_to`) from `{schema}`.`{model(i)}`"
                 )
     spark.sql(
-        f"create or replace table {engine_ledger(spark, schema)}"
+        f"create or replace table {engine_ledger(schema)}"
         " (`txn_id` bigint, `history_table` string, `batch_id` string) using delta"
     )
     n = 2
@@ -448,7 +449,7 @@ def _engine_floor(spark, landing: Path, schema: str, tables: int, n: int) -> flo
             )
         spark.createDataFrame(rows, "txn_id bigint, history_table string, batch_id string").write.format("delta").mode(
             "append"
-        ).saveAsTable(engine_ledger(spark, schema))
+        ).saveAsTable(engine_ledger(schema))
         times.append(time.perf_counter() - began)
     return min(times)
 
