@@ -377,8 +377,9 @@ def writing_outside_turn(target: str) -> Iterator[None]:
     """Inside a `holding` block: let the other dbt threads of the process take their turn while
     this one commits to the history table `target`, whose transaction ids are reserved already
     (a sync's). The process keeps the lock (the keeper does not let go while a table is written);
-    the turn is taken again after the block, and the record that follows is fenced as any is. Over Spark Connect the thread keeps its turn (own_session holds it for the whole
-    apply: the statements share one server session's views and settings)."""
+    the turn is taken again after the block, and the record that follows is fenced as any is.
+    Over Spark Connect the thread keeps its turn (own_session holds it for the whole apply: the
+    statements share one server session's views and settings)."""
     found = getattr(_active, "hold", None)
     writing.add(target)
     in_process.release()
