@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import pytest
 from engine_case import Engine
 
-from lakehistory.history import apply, ledger, lock, syncs
+from lakehistory.history import apply, ledger, lock, records, syncs
 from lakehistory.landing import run_reads
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.names import END, START
@@ -75,6 +75,7 @@ def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
         (run_reads, "_syncs"),
         (syncs, "_seen"),
         (ledger, "_known"),
+        (records, "_waiting"),
     ):
         monkeypatch.setattr(module, name, type(getattr(module, name))())
 

@@ -8,6 +8,7 @@ session and real Delta tables (engine_case.py); the cut is the macro's SQL, comp
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from sync_case import (
 )
 
 from lakehistory.command.commands import Inspector
-from lakehistory.history import apply
+from lakehistory.history import apply, ledger, records
 from lakehistory.history.apply import HistoryError
 from lakehistory.landing.batch import Sync
 from lakehistory.landing.spec import BatchError
@@ -79,6 +80,37 @@ def test_a_sync_applied_by_parallel_nodes_is_one_transaction_and_the_tables_equa
         land_alone(engine, f"{name}_alone", PLAN, name)
         engine.apply(f"{name}_alone", COLUMNS, ["id"])
         assert physical_by_day(engine, name) == physical_by_day(engine, f"{name}_alone"), name
+
+
+def test_a_sync_s_tables_commit_side_by_side_and_are_recorded_in_one_statement(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two nodes of one sync: each commits its table while the other holds the writer's turn
+    (both reach their commit's record together: with commits made in turn, the second could
+    not commit before the first's record), and the first to take the turn records both."""
+    new_process(monkeypatch)
+    tables = land_syncs(engine, "tog", {1: ["a", "b"], 2: ["a", "b"]})
+    both_committed = threading.Barrier(2, timeout=120)
+    wait, record = records.wait, ledger.record
+    recorded: list[list[str]] = []
+
+    def wait_for_the_other(transactions, target, commit):  # type: ignore[no-untyped-def]
+        entry = wait(transactions, target, commit)
+        both_committed.wait()
+        return entry
+
+    def counted(spark, transactions, commits, uuid_sql):  # type: ignore[no-untyped-def]
+        commits = list(commits)
+        recorded.append(sorted(target for target, _ in commits))
+        return record(spark, transactions, commits, uuid_sql)
+
+    monkeypatch.setattr(records, "wait", wait_for_the_other)
+    monkeypatch.setattr(ledger, "record", counted)
+    run(engine, tables, "tog-1", threads=True)
+    assert recorded == [sorted(engine.target(t) for t in tables)], recorded
+    got = ids_by_sync(engine, "tog")
+    s1 = got["tog-s1"][0][0]
+    assert got == {"tog-s1": [(s1, "tog_a"), (s1, "tog_b")], "tog-s2": [(s1 + 1, "tog_a"), (s1 + 1, "tog_b")]}
 
 
 def test_ids_follow_the_syncs_order_whichever_table_applies_first(

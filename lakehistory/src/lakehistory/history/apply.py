@@ -29,14 +29,14 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, lock, syncs
+from lakehistory.history import ledger, lock, records, syncs
 from lakehistory.history.group import (
     ROW_KINDS,
     SKIP_EMPTY_COMMITS,
@@ -63,7 +63,7 @@ from lakehistory.landing import extracts, run_reads
 from lakehistory.landing.syncs import SyncOf
 from lakehistory.sql import q
 
-__all__ = ["HistoryError", "apply_pending", "committing", "record_commits", "recover", "run_transaction"]
+__all__ = ["HistoryError", "apply_pending", "recover", "run_transaction"]
 
 # Which dbt invocations have read the transactions table afresh (it may have been changed by
 # hand between two invocations of one process).
@@ -331,7 +331,7 @@ def run_transaction(
                 )
         _declare(spark, SESSION_TXN_ID, "bigint", str(txn_id))
         _declare(spark, SESSION_STARTED_AT, "timestamp", f"timestamp'{started_at}'")
-        with committing([versioned] if statements else []):
+        with records.committing([versioned] if statements else []):
             # A cleanup's commits carry its transaction, as a batch's do: stopped before its row is
             # recorded, the next writer records it from the history table's commit (ledger.recover).
             carried = {ledger.USER_METADATA: _carried(spark, row, started_at)} if statements else {}
@@ -373,36 +373,6 @@ def _carried(spark: SparkSession, row: str, started_at: str) -> str:
         rows_purged=int(r.rows_purged),
     )
     return ledger.commit_metadata([txn])
-
-
-@contextlib.contextmanager
-def committing(targets: Sequence[str]) -> Iterator[None]:
-    """From before a commit of the history tables `targets` until its transactions are recorded,
-    the tables count as holding a commit the transactions table lacks (lock.unrecorded): whatever
-    stops the block in between (an error raised after Delta committed, Ctrl-C while a dbt thread
-    sits here, a lost Connect stream) leaves them so, the writer lock is let go as not clean, and
-    the next writer records the commit before it takes an id."""
-    lock.unrecorded.update(targets)
-    yield
-    lock.unrecorded.difference_update(targets)
-
-
-def record_commits(
-    spark: SparkSession,
-    transactions: str,
-    commits: Sequence[tuple[str, ledger.Commit]],
-    uuid_sql: str,
-    stop: Callable[[str], None],
-) -> None:
-    """Record the transactions the `commits` (history table, commit) carry, in one statement,
-    after the named point "committed" (`stop`, see STOP_POINTS). Should either fail, the next
-    writer of this process records them first."""
-    try:
-        stop("committed")
-        ledger.record(spark, transactions, commits, uuid_sql)
-    except Exception:
-        lock.unrecorded.update(target for target, _ in commits)
-        raise
 
 
 def _declare(spark: SparkSession, variable: str, sql_type: str, value: str) -> None:
@@ -733,17 +703,22 @@ def _apply_group(
     version = version_sql(versions, txns)
     # The commit carries the group's transactions; a group that changes nothing (a re-delivered
     # batch) still commits, so that its transactions are on record in the table too.
+    metadata = session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"})
     lock.check_held()
-    with committing([target]):
-        # Ids a sync reserved are no other table's to take: the other dbt threads go on meanwhile.
-        alone = lock.writing_outside_turn(target) if outside_turn else contextlib.nullcontext()
-        with (
-            alone,
-            session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"}),
-        ):
-            write_group(spark, target, layout, versions, version, changes, group[:n])
-            commit = own_commit(spark, target, txns)
-        record_commits(spark, transactions, [(target, commit)], uuid_sql, stop=_reached)
+    with records.committing([target]):
+        if outside_turn:
+            # Ids a sync reserved are no other table's to take: the other dbt threads go on
+            # meanwhile, and the first to take the turn next records the commits made by then.
+            with lock.writing_outside_turn(target), metadata:
+                write_group(spark, target, layout, versions, version, changes, group[:n])
+                waiting = records.wait(transactions, target, own_commit(spark, target, txns))
+            records.record_waiting(spark, transactions, waiting, uuid_sql, stop=_reached)
+            commit = waiting.commit
+        else:
+            with metadata:
+                write_group(spark, target, layout, versions, version, changes, group[:n])
+                commit = own_commit(spark, target, txns)
+            records.record_commits(spark, transactions, [(target, commit)], uuid_sql, stop=_reached)
     _reached("recorded")
     outcome.batches += n
     outcome.groups += 1

@@ -275,12 +275,16 @@ def last_of(*sequences: int | None) -> int | None:
     return max((s for s in sequences if s is not None), default=None)
 
 
+_NOTHING_YET = (0, None, 0, None)  # a history table the transactions table has no row of
+
+
 @dataclass(frozen=True)
 class _Known:
     """What the transactions table held when this process last read it under the writer lock
     (`hold`, lock.active_hold), with what it recorded since: while the hold lasts, no other
     process writes the table, so this is what it holds, without a read of it (and of Delta's
-    state of it, which every record changes)."""
+    state of it, which every record changes). It knows every history table: one it has no entry
+    for has nothing recorded."""
 
     hold: tuple[str, int]
     last_id: int
@@ -289,12 +293,15 @@ class _Known:
     # last batch sequence
     tables: dict[str, tuple[int, int | None, int, int | None]]
 
+    def of(self, history: str) -> Recorded:
+        return Recorded(self.last_id, self.last_started, *self.tables.get(history, _NOTHING_YET))
+
     def after(self, rows: Sequence[tuple[Any, ...]]) -> _Known:
         tables = dict(self.tables)
         for row in rows:  # _ROW_SCHEMA tuples
             txn_id, history, version = row[0], row[3], row[16]
             sequence = row[5] if row[1] == "batch" else None
-            last_id, last_version, operation, last_sequence = tables.get(history, (0, None, 0, None))
+            last_id, last_version, operation, last_sequence = tables.get(history, _NOTHING_YET)
             last_version = version if last_version is None else max(last_version, version)
             if sequence is not None:
                 last_sequence = sequence if last_sequence is None else max(last_sequence, sequence)
@@ -315,9 +322,8 @@ def note_reserved(transactions: str, last_id: int, last_started: dt.datetime, op
         started = last_started if known.last_started is None else max(known.last_started, last_started)
         tables = dict(known.tables)
         for history in operation_of:
-            if history in tables:
-                last, version, _, sequence = tables[history]
-                tables[history] = (last, version, last_id, sequence)
+            last, version, _, sequence = tables.get(history, _NOTHING_YET)
+            tables[history] = (last, version, last_id, sequence)
         _known[transactions] = _Known(known.hold, max(known.last_id, last_id), started, tables)
 
 
@@ -328,83 +334,66 @@ def forget(transactions: str) -> None:
 
 
 def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str]) -> dict[str, Recorded]:
-    """What the transactions table holds for each of `histories`, in one scan of it: a run's
-    first writer checks every history table of the project, and one aggregate per table would
-    read the whole transactions table once per table. Under the writer lock, what this process
-    knows already (_Known) answers without a scan."""
+    """What the transactions table holds for each of `histories`. One scan answers for every
+    history table at once (a group by table, a row each), so under the writer lock, what this
+    process knows already (_Known) answers every later call of the hold without a scan."""
     hold = lock.active_hold()
     known = _known.get(transactions)
-    if hold is not None and known is not None and known.hold == hold and all(h in known.tables for h in histories):
-        return {h: Recorded(known.last_id, known.last_started, *known.tables[h]) for h in histories}
-    per_table = []
-    for i, history in enumerate(histories):
-        mine = F.col("history_table") == F.lit(history)
-        per_table += [
-            F.coalesce(F.max(F.when(mine, F.col("txn_id"))), F.lit(0)).alias(f"history_last_id_{i}"),
-            F.max(F.when(mine, F.col("delta_version"))).alias(f"delta_version_{i}"),
-            F.coalesce(F.max(F.when(F.array_contains("operation_of", history), F.col("txn_id"))), F.lit(0)).alias(
-                f"operation_reserved_{i}"
-            ),
-            F.max(F.when(mine & (F.col("operation") == "batch"), F.col("batch_sequence"))).alias(f"last_sequence_{i}"),
-        ]
-    # The last id and start count the syncs' reserved ids, which no table may have recorded yet.
-    reserved = spark.table(syncs_relation(transactions)).select(
+    if hold is None or known is None or known.hold != hold:
+        known = _read_known(spark, transactions, hold or ("", 0))
+        if hold is not None:
+            _known[transactions] = known
+    return {history: known.of(history) for history in histories}
+
+
+def _read_known(spark: SparkSession, transactions: str, hold: tuple[str, int]) -> _Known:
+    none = F.lit(None)
+    recorded = spark.table(transactions).select(
+        F.col("history_table").alias("table"),
         "txn_id",
         "started_at",
-        F.lit(None).cast("string").alias("history_table"),
-        F.lit(None).cast("bigint").alias("delta_version"),
-        F.when(F.col("sync_id").startswith(OPERATION_SYNC_PREFIX), F.col("tables")).alias("operation_of"),
-        F.lit(None).cast("string").alias("operation"),
-        F.lit(None).cast("bigint").alias("batch_sequence"),
+        F.col("txn_id").alias("table_txn_id"),
+        "delta_version",
+        F.when(F.col("operation") == "batch", F.col("batch_sequence")).alias("batch_sequence"),
+        none.cast("bigint").alias("operation_txn_id"),
     )
-    row = (
-        spark.table(transactions)
-        .select(
-            "txn_id",
-            "started_at",
-            "history_table",
-            "delta_version",
-            F.lit(None).cast("array<string>").alias("operation_of"),
-            "operation",
-            "batch_sequence",
-        )
-        .unionByName(reserved)
+    # The syncs' reserved ids, which no table may have recorded yet, count in the last id and
+    # start; a revert's or undo's also in the last id it reserved for each of its tables.
+    operation = F.col("sync_id").startswith(OPERATION_SYNC_PREFIX)
+    reserved = spark.table(syncs_relation(transactions)).select(
+        F.explode_outer(F.when(operation, F.col("tables"))).alias("table"),
+        "txn_id",
+        "started_at",
+        none.cast("bigint").alias("table_txn_id"),
+        none.cast("bigint").alias("delta_version"),
+        none.cast("bigint").alias("batch_sequence"),
+        F.when(operation, F.col("txn_id")).alias("operation_txn_id"),
+    )
+    rows = (
+        recorded.unionByName(reserved)
+        .groupBy("table")
         .agg(
-            F.coalesce(F.max("txn_id"), F.lit(0)).alias("last_id"),
+            F.max("txn_id").alias("last_id"),
             # as text in the session's time zone (UTC), not converted to the Python process's
             F.date_format(F.max("started_at"), "yyyy-MM-dd HH:mm:ss.SSS").alias("last_started"),
-            *per_table,
+            F.coalesce(F.max("table_txn_id"), F.lit(0)).alias("table_last_id"),
+            F.max("delta_version").alias("delta_version"),
+            F.coalesce(F.max("operation_txn_id"), F.lit(0)).alias("operation_reserved"),
+            F.max("batch_sequence").alias("last_sequence"),
         )
-        .collect()[0]  # an aggregate: exactly one row
+        .collect()  # a row per history table: grows with the project's tables, not its data
     )
-    last_started = dt.datetime.fromisoformat(row["last_started"]) if row["last_started"] else None
-    last_id = int(row["last_id"])
-    if hold is not None:
-        tables = {**(known.tables if known is not None and known.hold == hold else {})}
-        tables.update(
-            (
-                h,
-                (
-                    int(row[f"history_last_id_{i}"]),
-                    row[f"delta_version_{i}"],
-                    int(row[f"operation_reserved_{i}"]),
-                    row[f"last_sequence_{i}"],
-                ),
-            )
-            for i, h in enumerate(histories)
-        )
-        _known[transactions] = _Known(hold, last_id, last_started, tables)
-    return {
-        history: Recorded(
-            last_id,
-            last_started,
-            int(row[f"history_last_id_{i}"]),
-            row[f"delta_version_{i}"],
-            int(row[f"operation_reserved_{i}"]),
-            row[f"last_sequence_{i}"],
-        )
-        for i, history in enumerate(histories)
-    }
+    started = [r["last_started"] for r in rows if r["last_started"]]
+    return _Known(
+        hold,
+        max((int(r["last_id"]) for r in rows), default=0),
+        dt.datetime.fromisoformat(max(started)) if started else None,
+        {
+            r["table"]: (int(r["table_last_id"]), r["delta_version"], int(r["operation_reserved"]), r["last_sequence"])
+            for r in rows
+            if r["table"] is not None
+        },
+    )
 
 
 def recover(

@@ -33,8 +33,8 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, lock, syncs
-from lakehistory.history.apply import committing, record_commits, recover
+from lakehistory.history import ledger, lock, records, syncs
+from lakehistory.history.apply import recover
 from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.table import HistoryError, Versioning
@@ -163,13 +163,13 @@ def revert(
         by_table = {r.history_table: r for r in rows}
         sources = _source_tables(log, [t.target for t in todo])
         commits = []
-        with committing([t.target for t in todo]):
+        with records.committing([t.target for t in todo]):
             for table in todo:
                 undone = by_table.get(table.target)
                 new = _txn(table, counts[table.target], reservation, undone, sources, operation, asked, chosen_keys)
                 commits.append((table.target, _merge(spark, table, versioning, frames[table.target], new)))
                 _reached("committed")
-            record_commits(spark, transactions, commits, uuid_sql, stop=lambda point: None)
+            records.record_commits(spark, transactions, commits, uuid_sql, stop=lambda point: None)
         _reached("recorded")
         txn_id = reservation.reserved.txn_id
         return _outcome(txn_id, {t.model: counts[t.target] for t in todo}, left)

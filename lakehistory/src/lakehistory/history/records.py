@@ -1,0 +1,91 @@
+"""Records of the commits a sync's tables make side by side.
+
+A sync's ids are reserved before any of its tables is written, so each table commits outside
+the writer's turn (lock.writing_outside_turn) while the other dbt threads go on; its record then
+waits for the turn. The thread that takes the turn first records every commit that waits by
+then, in one statement of the transactions table, and the others find theirs done: a sync of
+many tables costs a few records, not one a table. A node's rows are still recorded when the node
+ends, so the models after it in the same run read them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from lakehistory.history import ledger, lock
+
+
+@contextlib.contextmanager
+def committing(targets: Sequence[str]) -> Iterator[None]:
+    """From before a commit of the history tables `targets` until its transactions are recorded,
+    the tables count as holding a commit the transactions table lacks (lock.unrecorded): whatever
+    stops the block in between (an error raised after Delta committed, Ctrl-C while a dbt thread
+    sits here, a lost Connect stream) leaves them so, the writer lock is let go as not clean, and
+    the next writer records the commit before it takes an id."""
+    lock.unrecorded.update(targets)
+    yield
+    lock.unrecorded.difference_update(targets)
+
+
+def record_commits(
+    spark: SparkSession,
+    transactions: str,
+    commits: Sequence[tuple[str, ledger.Commit]],
+    uuid_sql: str,
+    stop: Callable[[str], None],
+) -> None:
+    """Record the transactions the `commits` (history table, commit) carry, in one statement,
+    after the named point "committed" (`stop`, see apply.STOP_POINTS). Should either fail, the next
+    writer of this process records them first."""
+    try:
+        stop("committed")
+        ledger.record(spark, transactions, commits, uuid_sql)
+    except Exception:
+        lock.unrecorded.update(target for target, _ in commits)
+        raise
+
+
+@dataclass(eq=False)
+class Waiting:
+    """A history table's commit whose transactions the transactions table lacks yet."""
+
+    target: str
+    commit: ledger.Commit
+    recorded: bool = False
+
+
+_mutex = threading.Lock()
+_waiting: dict[str, list[Waiting]] = {}  # per transactions table
+
+
+def wait(transactions: str, target: str, commit: ledger.Commit) -> Waiting:
+    """Count `commit` of `target` among those to record next (outside the turn, right after it)."""
+    entry = Waiting(target, commit)
+    with _mutex:
+        _waiting.setdefault(transactions, []).append(entry)
+    return entry
+
+
+def record_waiting(
+    spark: SparkSession, transactions: str, mine: Waiting, uuid_sql: str, stop: Callable[[str], None]
+) -> None:
+    """Under the writer's turn: record `mine` with every other commit that waits, in one
+    statement (record_commits), unless another thread's record took it already. Should the
+    record fail, the other threads' commits wait again, for their own threads to record."""
+    with _mutex:
+        if mine.recorded:
+            return
+        together = _waiting.pop(transactions, [])
+    try:
+        record_commits(spark, transactions, [(w.target, w.commit) for w in together], uuid_sql, stop=stop)
+    except BaseException:
+        with _mutex:
+            _waiting.setdefault(transactions, []).extend(w for w in together if w is not mine)
+        raise
+    for entry in together:
+        entry.recorded = True
