@@ -27,7 +27,7 @@ from sync_case import (
 )
 
 from lakehistory.command.commands import Inspector
-from lakehistory.history import apply, ledger, records
+from lakehistory.history import apply, ledger, records, transactions
 from lakehistory.history.apply import HistoryError
 from lakehistory.landing.batch import Sync
 from lakehistory.landing.spec import BatchError
@@ -111,6 +111,40 @@ def test_a_sync_s_tables_commit_side_by_side_and_are_recorded_in_one_statement(
     got = ids_by_sync(engine, "tog")
     s1 = got["tog-s1"][0][0]
     assert got == {"tog-s1": [(s1, "tog_a"), (s1, "tog_b")], "tog-s2": [(s1 + 1, "tog_a"), (s1 + 1, "tog_b")]}
+
+
+def test_the_transactions_table_and_its_syncs_table_are_compacted_as_they_grow(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every record and reservation adds a file: once the transactions table holds
+    COMPACT_AT_FILES of them (4 here, after three runs), the next run's first writer rewrites
+    both tables into a few files, with every row as it was."""
+    syncs_table = transactions.syncs_relation(engine.transactions)
+
+    def files(table: str) -> int:
+        return int(engine.project.rows(f"describe detail {table}")[0]["numFiles"])
+
+    def rows(table: str) -> list[tuple]:
+        found = engine.project.rows(f"select * from {table}")
+        return sorted((tuple(tuple(v) if isinstance(v, list) else v for v in r.values()) for r in found), key=repr)
+
+    for n in (1, 2, 3):
+        tables = land_syncs(engine, "cmp", {n: ["a", "b"]})
+        new_process(monkeypatch)
+        run(engine, tables, f"cmp-{n}")
+    assert files(engine.transactions) >= 4 and files(syncs_table) >= 3
+    kept, kept_syncs = rows(engine.transactions), rows(syncs_table)
+    monkeypatch.setattr(transactions, "COMPACT_AT_FILES", 4)
+    land_syncs(engine, "cmp", {4: ["a", "b"]})
+    new_process(monkeypatch)
+    run(engine, tables, "cmp-4")
+    # one file each, and what run 4 wrote since: its two records and its reservation
+    assert files(engine.transactions) <= 3 and files(syncs_table) <= 2
+    assert [r for r in rows(engine.transactions) if r not in kept] == [
+        r for r in rows(engine.transactions) if "cmp-s4" in r
+    ]
+    assert set(kept) <= set(rows(engine.transactions)) and set(kept_syncs) <= set(rows(syncs_table))
+    assert [sync for sync, tables_of in ids_by_sync(engine, "cmp").items() if len(tables_of) != 2] == []
 
 
 def test_ids_follow_the_syncs_order_whichever_table_applies_first(

@@ -58,7 +58,7 @@ from lakehistory.history.table import (
     create_table,
     layout_of,
 )
-from lakehistory.history.transactions import COLUMNS
+from lakehistory.history.transactions import COLUMNS, compact_tables
 from lakehistory.landing import extracts, run_reads
 from lakehistory.landing.syncs import SyncOf
 from lakehistory.sql import q
@@ -441,6 +441,7 @@ def _recover_others(
     recorded, and what the transactions table holds for the table `then` the caller checks next:
     read in the same scan as the others' (ledger.recorded_for), None once a recording changed it."""
     if invocation_id not in _recovered_invocations:
+        compact_tables(spark, transactions)
         ledger.forget(transactions)
     every = lock.must_check_every_table()
     # a table another dbt thread is committing to outside its turn is that thread's to record

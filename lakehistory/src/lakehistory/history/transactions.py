@@ -190,6 +190,22 @@ def ensure_transactions_table(spark: SparkSession, relation: str, invocation_id:
         _ensured.add((invocation_id, relation))
 
 
+# Every record and every reservation commits a few rows, a file each. Past this many files, a
+# read of the table (every run's first writer reads it whole) costs more in files than in rows.
+COMPACT_AT_FILES = 64
+
+
+def compact_tables(spark: SparkSession, relation: str) -> None:
+    """Under the writer lock, once per dbt invocation: rewrite the transactions table and its
+    syncs table into a few files each once the transactions table has grown to COMPACT_AT_FILES
+    (the syncs table grows slower: a reservation is one commit for all the syncs a run reserves,
+    each of which the transactions table then records). The rows stay as they are; readers go on
+    reading the version they started with."""
+    if spark.sql(f"describe detail {relation}").collect()[0]["numFiles"] >= COMPACT_AT_FILES:
+        for table in (relation, syncs_relation(relation)):
+            spark.sql(f"optimize {table}")
+
+
 def column_list() -> str:
     """The columns, in order and quoted, for an insert."""
     return ", ".join(q(name) for name in COLUMNS)

@@ -252,8 +252,10 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
                 ("sync_floor", partial(_floor, spark, landing, schema, tables, n)),
                 ("sync_engine_floor", partial(_engine_floor, spark, landing, schema, tables, n)),
             ]
+            commits = _ledger_version(spark, schema)
             for name, step in steps if r % 2 else steps[::-1]:
                 took[name, tables] = meter.measure(name, tables, r, step, tables=tables, batch_keys=BATCH_KEYS).seconds
+            meter.record("sync_ledger_commits", tables, r, _ledger_version(spark, schema) - commits, tables=tables)
         if len(counts) > 1:
             lo, hi = counts[0], counts[-1]
             for name, slope_name in zip(names, ("dbt", "floor", "engine")):
@@ -357,12 +359,15 @@ def _counted_run(dbt, spark, schema: str, landing: Path, tables: int, listing: P
 
 class _TurnClock:
     """Times each dbt thread's turns under the writer lock (lock.holding), less what it spent
-    committing outside the turn (lock.writing_outside_turn)."""
+    committing outside the turn (lock.writing_outside_turn; a checkout from before it commits in
+    its turn)."""
 
     def __init__(self, lock) -> None:
+        import contextlib
+
         self.lock = lock
         self.spans: list[tuple[str, float, float, int]] = []  # thread, start, end, +1 held / -1 outside
-        self._originals = (lock.holding, lock.writing_outside_turn)
+        self._originals = (lock.holding, getattr(lock, "writing_outside_turn", lambda target: contextlib.nullcontext()))
 
     def install(self) -> None:
         import contextlib
@@ -426,6 +431,11 @@ def _dbt_run(dbt, schema: str, landing: Path, tables: int, nodes: dict[str, floa
     return took
 
 
+def _ledger_version(spark, schema: str) -> int:
+    """The transactions table's last Delta version: the run's reservations and records between two."""
+    return int(spark.sql(f"describe history `{schema}`.`lakehistory_transactions` limit 1").collect()[0].version)
+
+
 def _floor(spark, landing: Path, schema: str, tables: int, n: int) -> float:
     """Today's floor: the faster of one table at a time and THREADS at once, each on copies of its own."""
     times = []
@@ -469,6 +479,9 @@ def report(meter, counts: list[int]) -> None:
             f"one more table ({counts[0]} to {counts[-1]} tables): dbt {a:.2f}s, floor {b:.2f}s (ratio {a / b:.2f}),"
             f" engine floor {c:.2f}s (ratio {a / c:.2f})"
         )
+    for tables in counts:
+        commits = median("sync_ledger_commits", tables)
+        print(f"the transactions table's commits in a sync of {tables} tables: {commits:.0f} (median)")
     print(f"legacy (batches of no sync), {headline(counts)} tables: {median('sync_legacy'):.1f}s")
     print(f"idle_table: an idle node's share of the run's wall time {median('idle_table'):.2f}s (median)")
     for name in ("busy_table_statements", "busy_table_spark_jobs", "busy_table_lock_seconds"):
