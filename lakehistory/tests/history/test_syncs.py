@@ -113,6 +113,29 @@ def test_a_sync_s_tables_commit_side_by_side_and_are_recorded_in_one_statement(
     assert got == {"tog-s1": [(s1, "tog_a"), (s1, "tog_b")], "tog-s2": [(s1 + 1, "tog_a"), (s1 + 1, "tog_b")]}
 
 
+def test_a_commit_whose_thread_stopped_before_its_record_is_recorded_once(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Table a's node stops after its commit waits for the turn (its record never runs); table
+    b's node, in the same process, records a's commit in its recovery: the commit that waited is
+    not recorded again with b's."""
+    new_process(monkeypatch)
+    tables = land_syncs(engine, "stale", {1: ["a", "b"]})
+    for i, table in enumerate(tables):
+        engine.stage(table, COLUMNS, ["id"], "stale-1", run_tables=tables if i == 0 else ())
+
+    def stopped(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("stopped before its record")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(records, "record_waiting", stopped)
+        with pytest.raises(RuntimeError, match="before its record"):
+            engine.apply_staged(tables[0], COLUMNS, ["id"], invocation_id="stale-1", history_tables=tables)
+    engine.apply_staged(tables[1], COLUMNS, ["id"], invocation_id="stale-1", history_tables=tables)
+    got = ids_by_sync(engine, "stale")
+    assert got == {"stale-s1": [(got["stale-s1"][0][0], "stale_a"), (got["stale-s1"][0][0], "stale_b")]}
+
+
 def test_the_transactions_table_and_its_syncs_table_are_compacted_as_they_grow(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

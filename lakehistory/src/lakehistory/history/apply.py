@@ -397,6 +397,7 @@ def recover(
     `latest`: `target`'s last commit, when the caller knows it is still the last."""
     recovered, state = _recover_others(spark, transactions, {target}, history_tables, invocation_id, uuid_sql, target)
     lock.unrecorded.discard(target)
+    records.withdraw(transactions, target)
     state, txns = ledger.recover(spark, transactions, target, uuid_sql, state, latest)
     mine = [(target, t) for t in txns]
     _note_recovered(invocation_id, transactions, mine)
@@ -449,6 +450,7 @@ def _recover_others(
     states = ledger.recorded_for(spark, transactions, [*tables, then])
     recovered: list[tuple[str, ledger.Txn]] = []
     for table in tables:
+        records.withdraw(transactions, table)
         if spark.catalog.tableExists(table.replace("`", "")):
             # the last id read before another table's recovery recorded more is stale: read again
             txns = ledger.recover(spark, transactions, table, uuid_sql, None if recovered else states[table])[1]
@@ -710,11 +712,12 @@ def _apply_group(
         if outside_turn:
             # Ids a sync reserved are no other table's to take: the other dbt threads go on
             # meanwhile, and the first to take the turn next records the commits made by then.
-            with lock.writing_outside_turn(target), metadata:
-                write_group(spark, target, layout, versions, version, changes, group[:n])
-                waiting = records.wait(transactions, target, own_commit(spark, target, txns))
+            with lock.writing_outside_turn(target):
+                with metadata:
+                    write_group(spark, target, layout, versions, version, changes, group[:n])
+                    commit = own_commit(spark, target, txns)
+                waiting = records.wait(transactions, target, commit)
             records.record_waiting(spark, transactions, waiting, uuid_sql, stop=_reached)
-            commit = waiting.commit
         else:
             with metadata:
                 write_group(spark, target, layout, versions, version, changes, group[:n])

@@ -71,6 +71,15 @@ def wait(transactions: str, target: str, commit: ledger.Commit) -> Waiting:
     return entry
 
 
+def withdraw(transactions: str, target: str) -> None:
+    """Under the writer's turn, before a recovery checks `target`: a commit of it that still
+    waits has no thread left to record it (an error after its commit stopped that thread), and
+    the recovery records it from the table's own commits instead: it must not be recorded twice."""
+    with _mutex:
+        left = [w for w in _waiting.get(transactions, []) if w.target != target]
+        _waiting[transactions] = left
+
+
 def record_waiting(
     spark: SparkSession, transactions: str, mine: Waiting, uuid_sql: str, stop: Callable[[str], None]
 ) -> None:
