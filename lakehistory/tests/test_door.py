@@ -123,6 +123,29 @@ def test_the_context_refuses_what_the_macro_did_not_build() -> None:
         door.Context.of({**context, "writer_wait_seconds": "soon"})
 
 
+def test_the_project_goes_with_an_invocation_s_first_call_and_is_kept_for_the_others() -> None:
+    context = {
+        "transactions": "`s`.`lakehistory_transactions`",
+        "writer_lock": "`s`.`lakehistory_transactions_writer`",
+        "invocation_id": "run-2",
+        "writer_wait_seconds": 600,
+        "versioning": {"version_type": "integer", "open_end": "max", "append_only": False},
+        "database_id": 0,
+    }
+    assert not door.project_known(None, context)  # type: ignore[arg-type]
+    with pytest.raises(door.ContextError, match="lacks history_tables"):
+        door.Context.of(context)
+    first = door.Context.of({**context, "history_tables": ["`s`.`a`"], "feature_state_inputs": ["model.p.a"]})
+    assert door.project_known(None, context)  # type: ignore[arg-type]
+    later = door.Context.of(context)
+    assert later.project == first.project and later.history_tables == ("`s`.`a`",)
+    assert later.project.feature_state_inputs == {"model.p.a"}
+    # another invocation walks the graph again: the kept project is not its
+    assert not door.project_known(None, {**context, "invocation_id": "run-3"})  # type: ignore[arg-type]
+    with pytest.raises(door.ContextError, match="lacks history_tables"):
+        door.Context.of({**context, "invocation_id": "run-3"})
+
+
 def test_the_argument_reader_sees_only_the_top_level_keys() -> None:
     text = """{'a': 1, 'b': {'c': 2}, 'd': f('e', {'x': 'y'}), 'f': 'g: h', 'i': [{'j': 'k'}], 'l': "m}"}"""
     assert _arguments(text, 0) == ["a", "b", "d", "f", "i", "l"]

@@ -43,24 +43,11 @@
       'columns': landed.columns,
       'run_tables': [] if read_for_run else lakehistory._run_landed_tables(),
       'project_tables': [] if read_for_run else lakehistory._project_landed_tables(),
-      'app_id_required': lakehistory._feeds_feature_states(model.unique_id),
+      'model_id': model.unique_id,
       'not_null': landed.not_null,
       'history_table': history | string if history else none,
   }) -%}
   {{ return(adapter.quote(view)) }}
-{% endmacro %}
-
-
-{#- Whether a model builds feature states (lakehistory.feature_states) from the model `unique_id`:
-    its batches must then name their application (seed 002). -#}
-{% macro _feeds_feature_states(unique_id) %}
-  {%- for node in graph.nodes.values() -%}
-    {%- set depends_on = node.get('depends_on') or {} -%}
-    {%- if unique_id in (depends_on.get('nodes') or []) and 'macro.lakehistory.feature_states' in (depends_on.get('macros') or []) -%}
-      {{ return(true) }}
-    {%- endif -%}
-  {%- endfor -%}
-  {{ return(false) }}
 {% endmacro %}
 
 

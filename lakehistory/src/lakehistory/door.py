@@ -39,20 +39,39 @@ class ContextError(ValueError):
 
 
 @dataclass(frozen=True)
+class Project:
+    """What the macros walk dbt's graph for (`lakehistory._engine_project`): the history tables
+    of the project and the nodes feature states are built from. The graph is the same for every
+    call of an invocation, and a walk of it per call grows with the square of the project's
+    models: the first call of an invocation sends it, and the door keeps it for the others."""
+
+    history_tables: tuple[str, ...]
+    feature_state_inputs: frozenset[str]
+
+
+# The project of the latest dbt invocation of this process (one invocation at a time per process).
+_projects: dict[str, Project] = {}
+
+
+@dataclass(frozen=True)
 class Context:
     """What the project says once, for every entry point (built by `lakehistory._engine_context`)."""
 
     transactions: str
     writer_lock: str
-    history_tables: tuple[str, ...]
     invocation_id: str
     writer_wait_seconds: float
     versioning: Versioning
     database_id: int
+    project: Project
+
+    @property
+    def history_tables(self) -> tuple[str, ...]:
+        return self.project.history_tables
 
     @classmethod
     def of(cls, given: Mapping[str, Any]) -> Context:
-        if missing := {f.name for f in fields(cls)} - set(given):
+        if missing := {f.name for f in fields(cls)} - {"project"} - set(given):
             raise ContextError(f"the engine's context lacks {', '.join(sorted(missing))}")
         try:
             wait = float(given["writer_wait_seconds"])
@@ -60,20 +79,43 @@ class Context:
             raise ContextError(
                 f"var lakehistory_writer_wait_seconds must be a number of seconds, not {given['writer_wait_seconds']!r}"
             ) from None
+        invocation_id = str(given["invocation_id"] or "")
         return cls(
             transactions=str(given["transactions"]),
             writer_lock=str(given["writer_lock"]),
-            history_tables=tuple(str(t) for t in given["history_tables"]),
-            invocation_id=str(given["invocation_id"] or ""),
+            invocation_id=invocation_id,
             writer_wait_seconds=wait,
             versioning=Versioning(**{**dict(given["versioning"]), "open_end": str(given["versioning"]["open_end"])}),
             database_id=database_id_of(given["database_id"]),
+            project=_project_of(given, invocation_id),
         )
 
     @property
     def uuid_sql(self) -> str:
         """A transaction's uuid, over the transactions table's `txn_id` and `started_at`."""
         return transaction_uuid_sql(self.database_id)
+
+
+def _project_of(given: Mapping[str, Any], invocation_id: str) -> Project:
+    """The project the context sends, kept for the invocation's later calls; else the one kept."""
+    if "history_tables" not in given:
+        if (kept := _projects.get(invocation_id)) is None:
+            raise ContextError("the engine's context lacks history_tables")
+        return kept
+    project = Project(
+        history_tables=tuple(str(t) for t in given["history_tables"]),
+        feature_state_inputs=frozenset(str(n) for n in given.get("feature_state_inputs") or ()),
+    )
+    if invocation_id and _projects.get(invocation_id) != project:
+        _projects.clear()
+        _projects[invocation_id] = project
+    return project
+
+
+def project_known(spark: SparkSession, context: Mapping[str, Any]) -> bool:
+    """Whether the door keeps the project of this dbt invocation already (the macro then walks
+    dbt's graph no more)."""
+    return bool(context.get("invocation_id")) and str(context["invocation_id"]) in _projects
 
 
 # -- landing ---------------------------------------------------------------------------------------
@@ -94,13 +136,14 @@ def stage_batches(
     key: Sequence[str],
     columns: Sequence[Sequence[str]],
     run_tables: Sequence[Sequence[str]],
-    app_id_required: bool,
+    model_id: str,
     not_null: Sequence[str],
     history_table: str | None = None,
     project_tables: Sequence[Sequence[str]] = (),
 ) -> None:
     """A landed table's pending batches, read, validated and typed, as the temp view `view`.
-    `app_id_required`: feature states are built from the history table. `not_null`: the columns
+    `model_id`: the model that stages them (feature states built from it need each batch's
+    application, seed 002). `not_null`: the columns
     the source declares NOT NULL. `history_table`: the history table they are staged for (None:
     the staging feeds no history model), whose own record says which batches are applied.
     `project_tables`: every landed table something of the project applies (run_reads.py), sent
@@ -116,7 +159,7 @@ def stage_batches(
         ctx.transactions,
         ctx.invocation_id,
         run_tables,
-        app_id_required,
+        model_id in ctx.project.feature_state_inputs,
         not_null,
         history_table or None,
         project_tables,
