@@ -466,7 +466,7 @@ def _recover_others(
 def _staged_batches(spark: SparkSession, staged: str, first_key: str) -> list[Batch]:
     """The staged batches in batch order: one small query over the staged rows, which are in
     memory (no Spark job when staging found nothing pending)."""
-    rows = spark.sql(
+    query = spark.sql(
         f"""
         select
             s.`_lh_ordinal` as ordinal,
@@ -490,7 +490,10 @@ def _staged_batches(spark: SparkSession, staged: str, first_key: str) -> list[Ba
         group by s.`_lh_ordinal`
         order by s.`_lh_ordinal`
         """
-    ).collect()
+    )
+    # A row per batch, aggregated where the rows are first: one reduce partition holds them, at any size.
+    with session_conf(spark, SMALL_BATCH_SETTINGS):
+        rows = query.collect()
     return [
         Batch(
             ordinal=r.ordinal,
