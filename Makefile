@@ -16,24 +16,14 @@ LANDING := $(LAKEHISTORY_HOME)/landing
 DEMO := --landing $(LANDING) --scale 50 --syncs 4 --seed 42 --extract-tables meta_history,meta_vars
 
 # One day at a time, as in production: land the next sync, then `dbt build` (a snapshot captures
-# one extract per run). A second `make demo` finds every sync landed and builds once.
+# one extract per run); then time travel on what was built (every table's version, a consistent
+# cut, the database as of a day; an audit of the last transaction, a version chain) and every
+# table's batches: all applied, none pending. `lakehistory-demo run` (tools/.../demo.py) prints
+# each step's command and runs them all in one process, on one Spark session. A second
+# `make demo` finds every sync landed and builds once.
 demo: setup
 	$(DBT) deps $(DBT_DEMO) --quiet
-	@landed=$$($(BIN)/lakehistory-demo landed --syncs 4 --extract-tables meta_history,meta_vars --landing $(LANDING)); \
-	if [ "$$landed" -ge 4 ]; then $(DBT) build $(DBT_DEMO) || exit 1; fi; \
-	for sync in $$(seq $$((landed + 1)) 4); do \
-		$(BIN)/lakehistory-demo generate $(DEMO) --sync $$sync --no-progress || exit 1; \
-		$(DBT) build $(DBT_DEMO) || exit 1; \
-	done
-	@# time travel on what was just built: every table's version, a consistent cut, the database as of a day
-	$(DBT) show $(DBT_DEMO) --select table_versions
-	$(DBT) show $(DBT_DEMO) --select stations_as_of_version --limit 10
-	$(DBT) show $(DBT_DEMO) --select observations_as_of_download --limit 10
-	@# the same changes as events and feature states: an audit of the last transaction, a version chain
-	$(DBT) show $(DBT_DEMO) --select last_transaction_audit --limit 10
-	$(DBT) show $(DBT_DEMO) --select station_state_chain
-	@# every table's batches: all applied, none pending
-	$(BIN)/lakehistory status $(DBT_DEMO)
+	$(BIN)/lakehistory-demo run $(DEMO) --project-dir $(DEMO_DIR) --no-progress
 
 test: lint test-python test-cluster
 

@@ -3,6 +3,7 @@
     lakehistory-demo generate --landing PATH --scale N --syncs S --seed K [--sync K] [options]
     lakehistory-demo landed --landing PATH --syncs S [--tables ...] [--extract-tables ...]
     lakehistory-demo domain                      # the demo tables as JSON
+    lakehistory-demo run --landing PATH --scale N --syncs S --seed K [--project-dir DIR]   # make demo
 
 Also runnable as `python -m lakehistory_tools.cli`.
 """
@@ -14,6 +15,7 @@ import datetime as dt
 import sys
 from collections.abc import Sequence
 
+from lakehistory_tools import demo
 from lakehistory_tools.generator.domain import TABLE_NAMES
 
 
@@ -51,6 +53,45 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate the CRMP demo source (meta_network, meta_station, meta_history, meta_vars, obs_raw) "
         "and land, per sync and table, one Fivetran history-mode batch (or a daily full extract).",
     )
+    _add_source_options(g)
+    g.add_argument(
+        "--sync",
+        type=int,
+        default=None,
+        metavar="K",
+        help="land only sync K (1..S), as a daily job would: syncs 1..K are simulated, only K is written; "
+        "landing 1, 2, ... one at a time gives the same files as one full run (default: all syncs)",
+    )
+    g.set_defaults(func=_generate)
+
+    r = sub.add_parser(
+        "run",
+        help="the demo: land each sync not landed yet and `dbt build` after each, then preview and report",
+        description="The demo in one process (one Spark session): land each sync not yet landed, one a day, "
+        "with `dbt build` after each; then the time-travel previews (`dbt show`) and `lakehistory status`.",
+    )
+    _add_source_options(r)
+    demo.add_arguments(r)
+    r.set_defaults(func=lambda args: demo.run(args, _generate))
+
+    lnd = sub.add_parser(
+        "landed",
+        help="print how many syncs a landing root holds",
+        description="Print the highest K such that syncs 1..K are landed for every table (batch manifest "
+        "or daily extract present), at most S; 0 when sync 1 is not.",
+    )
+    lnd.add_argument("--landing", required=True, metavar="PATH", help="landing root to look into")
+    lnd.add_argument("--syncs", type=_positive, required=True, metavar="S", help="number of syncs planned")
+    _add_table_options(lnd, "look for")
+    lnd.set_defaults(func=_landed)
+
+    d = sub.add_parser("domain", help="print the demo tables (columns, types, keys, foreign keys) as JSON")
+    d.set_defaults(func=_domain)
+    return parser
+
+
+def _add_source_options(g: argparse.ArgumentParser) -> None:
+    """What `generate` and `run` simulate and how they land it."""
     g.add_argument("--landing", required=True, metavar="PATH", help="landing root to write into")
     g.add_argument(
         "--scale",
@@ -61,14 +102,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--syncs", type=_positive, default=5, metavar="S", help="number of daily syncs (default 5)")
     g.add_argument("--seed", type=int, default=0, metavar="K", help="random seed (default 0)")
-    g.add_argument(
-        "--sync",
-        type=int,
-        default=None,
-        metavar="K",
-        help="land only sync K (1..S), as a daily job would: syncs 1..K are simulated, only K is written; "
-        "landing 1, 2, ... one at a time gives the same files as one full run (default: all syncs)",
-    )
     g.add_argument(
         "--format",
         dest="file_format",
@@ -96,22 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--no-shuffle", action="store_true", help="keep the column order of batch files fixed")
     g.add_argument("--no-progress", action="store_true", help="no progress display")
-    g.set_defaults(func=_generate)
-
-    lnd = sub.add_parser(
-        "landed",
-        help="print how many syncs a landing root holds",
-        description="Print the highest K such that syncs 1..K are landed for every table (batch manifest "
-        "or daily extract present), at most S; 0 when sync 1 is not.",
-    )
-    lnd.add_argument("--landing", required=True, metavar="PATH", help="landing root to look into")
-    lnd.add_argument("--syncs", type=_positive, required=True, metavar="S", help="number of syncs planned")
-    _add_table_options(lnd, "look for")
-    lnd.set_defaults(func=_landed)
-
-    d = sub.add_parser("domain", help="print the demo tables (columns, types, keys, foreign keys) as JSON")
-    d.set_defaults(func=_domain)
-    return parser
 
 
 def _add_table_options(p: argparse.ArgumentParser, what: str) -> None:
