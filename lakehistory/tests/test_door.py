@@ -135,7 +135,11 @@ def test_the_project_goes_with_an_invocation_s_first_call_and_is_kept_for_the_ot
     assert not door.project_known(None, context)  # type: ignore[arg-type]
     with pytest.raises(door.ContextError, match="lacks history_tables"):
         door.Context.of(context)
-    first = door.Context.of({**context, "history_tables": ["`s`.`a`"], "feature_state_inputs": ["model.p.a"]})
+    project = {"history_tables": ["`s`.`a`"], "feature_state_inputs": ["model.p.a"]}
+    # rendered while dbt parses: no graph yet, nothing kept
+    assert door.Context.of({**context, **project, "project_complete": False}).history_tables == ("`s`.`a`",)
+    assert not door.project_known(None, context)  # type: ignore[arg-type]
+    first = door.Context.of({**context, **project, "project_complete": True})
     assert door.project_known(None, context)  # type: ignore[arg-type]
     later = door.Context.of(context)
     assert later.project == first.project and later.history_tables == ("`s`.`a`",)

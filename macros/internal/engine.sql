@@ -28,7 +28,7 @@
       },
       'database_id': lakehistory.database_id(),
   } -%}
-  {%- if with_project and not lakehistory._engine('project_known') -%}
+  {%- if with_project and not (execute and lakehistory._engine('project_known')) -%}
     {%- do context.update(lakehistory._engine_project()) -%}
   {%- endif -%}
   {{ return(context) }}
@@ -37,8 +37,12 @@
 
 {#- One walk of dbt's graph: every history table of the project (relation names, for the ledger's
     recovery) and the nodes a model builds feature states from (lakehistory.feature_states: their
-    batches must name their application, seed 002). -#}
+    batches must name their application, seed 002). Complete only once dbt executes: a project
+    rendered while dbt parses has no graph yet, and the door does not keep it. -#}
 {% macro _engine_project() %}
+  {%- if not execute -%}
+    {{ return({'history_tables': [], 'feature_state_inputs': [], 'project_complete': false}) }}
+  {%- endif -%}
   {%- set relations = [] -%}
   {%- for node in lakehistory.history_nodes() -%}
     {%- do relations.append(lakehistory._relation_of(node)) -%}
@@ -50,5 +54,5 @@
       {%- do feature_state_inputs.extend(depends_on.get('nodes') or []) -%}
     {%- endif -%}
   {%- endfor -%}
-  {{ return({'history_tables': relations, 'feature_state_inputs': feature_state_inputs}) }}
+  {{ return({'history_tables': relations, 'feature_state_inputs': feature_state_inputs, 'project_complete': true}) }}
 {% endmacro %}

@@ -97,7 +97,8 @@ class Context:
 
 
 def _project_of(given: Mapping[str, Any], invocation_id: str) -> Project:
-    """The project the context sends, kept for the invocation's later calls; else the one kept."""
+    """The project the context sends, kept for the invocation's later calls when it is complete
+    (dbt executes: its graph is read); else the one kept."""
     if "history_tables" not in given:
         if (kept := _projects.get(invocation_id)) is None:
             raise ContextError("the engine's context lacks history_tables")
@@ -106,7 +107,7 @@ def _project_of(given: Mapping[str, Any], invocation_id: str) -> Project:
         history_tables=tuple(str(t) for t in given["history_tables"]),
         feature_state_inputs=frozenset(str(n) for n in given.get("feature_state_inputs") or ()),
     )
-    if invocation_id and _projects.get(invocation_id) != project:
+    if invocation_id and given.get("project_complete") is True and _projects.get(invocation_id) != project:
         _projects.clear()
         _projects[invocation_id] = project
     return project
