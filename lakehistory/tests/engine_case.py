@@ -12,10 +12,13 @@ from pathlib import Path
 from history_case import normalize
 
 from harness import DbtProject, copy_project, unique_schema
+from lakehistory import invocation as invocations
 from lakehistory.history.apply import apply_pending
 from lakehistory.history.table import Versioning
 from lakehistory.history.transactions import ensure_transactions_table
 from lakehistory.history.uuids import transaction_uuid_sql
+from lakehistory.history.writer import Writer
+from lakehistory.invocation import Invocation
 from lakehistory.landing.batch import Batch, Column
 from lakehistory.landing.staging import register_pending_batches
 from lakehistory.landing.write import write_batch
@@ -31,6 +34,7 @@ VERSIONING = Versioning(version_type="integer", open_end="max", append_only=Fals
 class Engine:
     project: DbtProject
     uuid_sql: str
+    unnamed: Invocation = dataclasses.field(default_factory=lambda: Invocation(""))
 
     @classmethod
     def start(cls, folder: Path, label: str) -> Engine:
@@ -75,7 +79,7 @@ class Engine:
             key,
             [(c.name, c.type) for c in columns],
             self.transactions,
-            invocation_id,
+            self.invocation(invocation_id),
             [(str(self.project.landing), t, self.target(t)) for t in run_tables],
             history=self.target(table),
             project_tables=[(str(self.project.landing), t, "batches") for t in project],
@@ -94,17 +98,13 @@ class Engine:
         spark = self.project.spark
         return apply_pending(
             spark,
+            self.writer(invocation_id, history_tables),
             target=self.target(table),
             staged=f"`__lakehistory_pending__{table}`",
-            transactions=self.transactions,
             keys=key,
             deleted_column=deleted_column_of(columns),
             versioning=VERSIONING,
-            uuid_sql=self.uuid_sql,
             exists=spark.catalog.tableExists(f"{self.project.schema}.{table}"),
-            writer_lock=self.writer_lock,
-            history_tables=[self.target(t) for t in history_tables],
-            invocation_id=invocation_id,
             max_batches_per_commit=per_commit,
         )
 
@@ -121,13 +121,9 @@ class Engine:
         false: an undo that names no model, given every history table)."""
         return revert.revert(
             self.project.spark,
+            self.writer(invocation_id, tables),
             tables=[{"model": t, "target": self.target(t), "keys": list(key)} for t in tables],
-            transactions=self.transactions,
             versioning=VERSIONING,
-            uuid_sql=self.uuid_sql,
-            writer_lock=self.writer_lock,
-            history_tables=[self.target(t) for t in tables],
-            invocation_id=invocation_id,
             to_txn=to_txn,
             undo_txn=undo_txn,
             named=named,
@@ -139,6 +135,25 @@ class Engine:
     @property
     def writer_lock(self) -> str:
         return f"`{self.project.schema}`.`lakehistory_transactions_writer`"
+
+    def invocation(self, invocation_id: str = "") -> Invocation:
+        """The dbt invocation `invocation_id`'s state, as the door finds it; without an id, the
+        engine's own, kept across its calls until `new_process`."""
+        return invocations.of(invocation_id) if invocation_id else self.unnamed
+
+    def writer(self, invocation_id: str = "", history_tables: Sequence[str] = ()) -> Writer:
+        """The writer the door hands the engine, for the tables `history_tables`."""
+        return Writer(
+            transactions=self.transactions,
+            lock=self.writer_lock,
+            uuid_sql=self.uuid_sql,
+            history_tables=tuple(self.target(t) for t in history_tables),
+            invocation=self.invocation(invocation_id),
+        )
+
+    def new_process(self) -> None:
+        """Forget what this process's calls kept, as a new process would have nothing of them."""
+        self.unnamed = Invocation("")
 
     def physical(self, table: str) -> list[tuple[dict, int, int | None]]:
         """The table's rows with valid_from / valid_to as batch sequences (None: open)."""

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import pytest
 from engine_case import Engine
 
-from lakehistory.history import apply, ledger, lock, records, syncs
-from lakehistory.landing import run_reads
+from lakehistory import invocation as invocations
+from lakehistory.history import ledger, lock, records, syncs
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.names import END, START
 
@@ -68,11 +68,9 @@ def land_alone(engine: Engine, table: str, plan: dict[int, list[str]], name: str
 def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a new dbt process starts with: nothing this one read or held."""
     lock.let_go_all()
+    monkeypatch.setattr(invocations, "_current", None)
     for module, name in (
-        (apply, "_recovered_invocations"),
         (lock, "unrecorded"),
-        (run_reads, "_runs"),
-        (run_reads, "_syncs"),
         (syncs, "_seen"),
         (ledger, "_known"),
         (records, "_waiting"),

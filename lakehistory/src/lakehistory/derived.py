@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+from lakehistory.invocation import Invocation
 from lakehistory.sql import lit, q
 
 
@@ -48,24 +48,20 @@ class Derived:
     kind: str
 
 
-_lock = threading.Lock()
-# (dbt invocation id, derived table) -> its history table, named while dbt compiled the model.
-_compiled: dict[tuple[str, str], Derived] = {}
-
-
-def compiled(invocation_id: str, table: str, derived: Derived) -> None:
+def compiled(invocation: Invocation, table: str, derived: Derived) -> None:
+    """While dbt compiles the model of `table`: its history table, for the model's post-hook."""
     if derived.kind not in EXEMPT:
         raise ValueError(f"{table}: no NOT NULL rule for a derived table of kind {derived.kind!r}")
-    with _lock:
-        _compiled[(invocation_id, table)] = derived
+    with invocation.mutex:
+        invocation.compiled[table] = derived
 
 
-def carry_not_null(spark: SparkSession, invocation_id: str, table: str) -> list[str]:
+def carry_not_null(spark: SparkSession, invocation: Invocation, table: str) -> list[str]:
     """The CHECK constraints `table` lacks for the NOT NULL data columns of its history table,
     added (Delta first checks the rows the table holds). Returns their names. No statement runs
     when the history table has no NOT NULL data column, nor for a table no macro compiled."""
-    with _lock:
-        derived = _compiled.pop((invocation_id, table), None)
+    with invocation.mutex:
+        derived = invocation.compiled.pop(table, None)
     if derived is None:
         return []
     taken = {c.lower() for c in derived.columns}

@@ -23,12 +23,16 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakehistory import derived
+from lakehistory import invocation as invocations
 from lakehistory.command import commands
 from lakehistory.history import apply
+from lakehistory.history import statements as writer_statements
 from lakehistory.history import transactions as transactions_table
 from lakehistory.history.table import Versioning
 from lakehistory.history.uuids import database_id_of, naksha_uuid_sql, transaction_uuid_sql
+from lakehistory.history.writer import Writer
 from lakehistory.hx.foreign_keys import history_fk_sql
+from lakehistory.invocation import Invocation, Project
 from lakehistory.landing import extracts, run_reads, staging
 from lakehistory.operations import abandon, tags
 from lakehistory.operations import revert as reverts
@@ -39,39 +43,41 @@ class ContextError(ValueError):
 
 
 @dataclass(frozen=True)
-class Project:
-    """What the macros walk dbt's graph for (`lakehistory._engine_project`): the history tables
-    of the project and the nodes feature states are built from. The graph is the same for every
-    call of an invocation, and a walk of it per call grows with the square of the project's
-    models: the first call of an invocation sends it, and the door keeps it for the others."""
-
-    history_tables: tuple[str, ...]
-    feature_state_inputs: frozenset[str]
-
-
-# The project of the latest dbt invocation of this process (one invocation at a time per process).
-_projects: dict[str, Project] = {}
-
-
-@dataclass(frozen=True)
 class Context:
     """What the project says once, for every entry point (built by `lakehistory._engine_context`)."""
 
     transactions: str
     writer_lock: str
-    invocation_id: str
+    invocation: Invocation
     writer_wait_seconds: float
     versioning: Versioning
     database_id: int
     project: Project
 
     @property
+    def invocation_id(self) -> str:
+        return self.invocation.id
+
+    @property
     def history_tables(self) -> tuple[str, ...]:
         return self.project.history_tables
 
+    @property
+    def writer(self) -> Writer:
+        """The writer of the project's transactions table, for this invocation (history/writer.py)."""
+        return Writer(
+            transactions=self.transactions,
+            lock=self.writer_lock,
+            uuid_sql=self.uuid_sql,
+            history_tables=self.history_tables,
+            invocation=self.invocation,
+            wait_seconds=self.writer_wait_seconds,
+        )
+
     @classmethod
     def of(cls, given: Mapping[str, Any]) -> Context:
-        if missing := {f.name for f in fields(cls)} - {"project"} - set(given):
+        wanted = {f.name for f in fields(cls)} - {"project", "invocation"} | {"invocation_id"}
+        if missing := wanted - set(given):
             raise ContextError(f"the engine's context lacks {', '.join(sorted(missing))}")
         try:
             wait = float(given["writer_wait_seconds"])
@@ -79,15 +85,15 @@ class Context:
             raise ContextError(
                 f"var lakehistory_writer_wait_seconds must be a number of seconds, not {given['writer_wait_seconds']!r}"
             ) from None
-        invocation_id = str(given["invocation_id"] or "")
+        invocation = invocations.of(str(given["invocation_id"] or ""))
         return cls(
             transactions=str(given["transactions"]),
             writer_lock=str(given["writer_lock"]),
-            invocation_id=invocation_id,
+            invocation=invocation,
             writer_wait_seconds=wait,
             versioning=Versioning(**{**dict(given["versioning"]), "open_end": str(given["versioning"]["open_end"])}),
             database_id=database_id_of(given["database_id"]),
-            project=_project_of(given, invocation_id),
+            project=_project_of(given, invocation),
         )
 
     @property
@@ -96,27 +102,27 @@ class Context:
         return transaction_uuid_sql(self.database_id)
 
 
-def _project_of(given: Mapping[str, Any], invocation_id: str) -> Project:
+def _project_of(given: Mapping[str, Any], invocation: Invocation) -> Project:
     """The project the context sends, kept for the invocation's later calls when it is complete
     (dbt executes: its graph is read); else the one kept."""
     if "history_tables" not in given:
-        if (kept := _projects.get(invocation_id)) is None:
+        if invocation.project is None:
             raise ContextError("the engine's context lacks history_tables")
-        return kept
+        return invocation.project
     project = Project(
         history_tables=tuple(str(t) for t in given["history_tables"]),
         feature_state_inputs=frozenset(str(n) for n in given.get("feature_state_inputs") or ()),
     )
-    if invocation_id and given.get("project_complete") is True and _projects.get(invocation_id) != project:
-        _projects.clear()
-        _projects[invocation_id] = project
+    if invocation.kept and given.get("project_complete") is True:
+        invocation.project = project
     return project
 
 
 def project_known(spark: SparkSession, context: Mapping[str, Any]) -> bool:
     """Whether the door keeps the project of this dbt invocation already (the macro then walks
     dbt's graph no more)."""
-    return bool(context.get("invocation_id")) and str(context["invocation_id"]) in _projects
+    kept = invocations.known(str(context.get("invocation_id") or ""))
+    return kept is not None and kept.project is not None
 
 
 # -- landing ---------------------------------------------------------------------------------------
@@ -125,7 +131,7 @@ def project_known(spark: SparkSession, context: Mapping[str, Any]) -> bool:
 def landing_read_for_run(spark: SparkSession, context: Mapping[str, Any]) -> bool:
     """Whether this dbt invocation's first staging has read the landing of all its tables already
     (the macro then sends no table list)."""
-    return run_reads.known(spark, Context.of(context).invocation_id)
+    return run_reads.known(Context.of(context).invocation)
 
 
 def stage_batches(
@@ -158,7 +164,7 @@ def stage_batches(
         key,
         columns,
         ctx.transactions,
-        ctx.invocation_id,
+        ctx.invocation,
         run_tables,
         model_id in ctx.project.feature_state_inputs,
         not_null,
@@ -179,7 +185,9 @@ def stage_extract(
 ) -> str | None:
     """The next extract a snapshot captures, typed and validated, in the Delta table `staged`."""
     ctx = Context.of(context)
-    return extracts.stage_next_extract(spark, staged, landing_root, table, key, columns, snapshot, ctx.transactions)
+    return extracts.stage_next_extract(
+        spark, staged, landing_root, table, key, columns, snapshot, ctx.transactions, ctx.invocation
+    )
 
 
 # -- history ---------------------------------------------------------------------------------------
@@ -188,7 +196,7 @@ def stage_extract(
 def ensure_transactions_table(spark: SparkSession, context: Mapping[str, Any]) -> None:
     """The transactions and syncs tables, made or brought to the current layout."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation_id)
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
 
 
 def apply_pending(
@@ -203,22 +211,17 @@ def apply_pending(
 ) -> dict[str, int]:
     """The strategy `fivetran_history`: the staged batches applied to `target`, each a transaction."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation_id)
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
     return apply.apply_pending(
         spark,
+        ctx.writer,
         target=target,
         staged=staged,
-        transactions=ctx.transactions,
         keys=keys,
         deleted_column=deleted_column,
         versioning=ctx.versioning,
-        uuid_sql=ctx.uuid_sql,
         exists=exists,
-        writer_lock=ctx.writer_lock,
-        history_tables=ctx.history_tables,
-        invocation_id=ctx.invocation_id,
         max_batches_per_commit=max_batches_per_commit,
-        writer_wait_seconds=ctx.writer_wait_seconds,
     )
 
 
@@ -232,18 +235,8 @@ def run_transaction(
 ) -> int:
     """A snapshot capture's or a cleanup's statements and row, as the next transaction."""
     ctx = Context.of(context)
-    return apply.run_transaction(
-        spark,
-        transactions=ctx.transactions,
-        history_tables=ctx.history_tables,
-        uuid_sql=ctx.uuid_sql,
-        writer_lock=ctx.writer_lock,
-        statements=statements,
-        row=row,
-        versioned=versioned,
-        invocation_id=ctx.invocation_id,
-        writer_wait_seconds=ctx.writer_wait_seconds,
-        capture_of=capture_of,
+    return writer_statements.run_transaction(
+        spark, ctx.writer, statements=statements, row=row, versioned=versioned, capture_of=capture_of
     )
 
 
@@ -261,21 +254,16 @@ def revert(
     """History tables returned to a past transaction, chosen keys of one (a rewind: `keys` or
     `where`), or one transaction undone, as one new transaction."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation_id)
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
     return reverts.revert(
         spark,
+        ctx.writer,
         tables=[dict(t) for t in tables],
-        transactions=ctx.transactions,
         versioning=ctx.versioning,
-        uuid_sql=ctx.uuid_sql,
-        writer_lock=ctx.writer_lock,
-        history_tables=ctx.history_tables,
-        invocation_id=ctx.invocation_id,
         to_txn=to_txn,
         undo_txn=undo_txn,
         named=named,
         author=author,
-        writer_wait_seconds=ctx.writer_wait_seconds,
         chosen_keys=None if keys is None and where is None else reverts.Chosen(tuple(map(tuple, keys or ())), where),
     )
 
@@ -285,19 +273,8 @@ def abandon_sync(
 ) -> dict[str, Any]:
     """A reserved sync some table will never apply, given up so the consistent cut moves past it."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation_id)
-    return abandon.abandon_sync(
-        spark,
-        sync_id=str(sync_id),
-        transactions=ctx.transactions,
-        uuid_sql=ctx.uuid_sql,
-        writer_lock=ctx.writer_lock,
-        history_tables=ctx.history_tables,
-        invocation_id=ctx.invocation_id,
-        author=author,
-        reason=reason,
-        writer_wait_seconds=ctx.writer_wait_seconds,
-    )
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
+    return abandon.abandon_sync(spark, ctx.writer, sync_id=str(sync_id), author=author, reason=reason)
 
 
 def tag(
@@ -311,17 +288,7 @@ def tag(
 ) -> dict[str, Any]:
     """Name a transaction: every table as of it, kept by cleanup and retention."""
     ctx = Context.of(context)
-    return tags.tag(
-        spark,
-        ctx.transactions,
-        ctx.writer_lock,
-        ctx.writer_wait_seconds,
-        name,
-        int(txn_id),
-        int(visible_txn_id),
-        author,
-        note,
-    )
+    return tags.tag(spark, ctx.writer, name, int(txn_id), int(visible_txn_id), author, note)
 
 
 def ensure_tags_table(spark: SparkSession, context: Mapping[str, Any]) -> str:
@@ -340,7 +307,7 @@ def ensure_table(spark: SparkSession, context: Mapping[str, Any], relation: str,
 def drop_tag(spark: SparkSession, context: Mapping[str, Any], name: str) -> bool:
     """Drop a tag; whether there was one."""
     ctx = Context.of(context)
-    return tags.drop_tag(spark, ctx.transactions, ctx.writer_lock, ctx.writer_wait_seconds, name)
+    return tags.drop_tag(spark, ctx.writer, name)
 
 
 # -- the lakehistory command -------------------------------------------------------------------------
@@ -390,7 +357,7 @@ def follow_history(
     table is remembered for the model's post-hook (`carry_not_null`)."""
     ctx = Context.of(context)
     follows = derived.Derived(history, tuple(columns), kind)
-    derived.compiled(ctx.invocation_id, table, follows)
+    derived.compiled(ctx.invocation, table, follows)
     if not incremental:
         return []
     derived.loosen_not_null(spark, table, follows)
@@ -401,7 +368,7 @@ def follow_history(
 def carry_not_null(spark: SparkSession, context: Mapping[str, Any], table: str) -> list[str]:
     """The post-hook of an events or states model: the NOT NULL columns of its history table
     become CHECK constraints of `table` (lakehistory.derived)."""
-    return derived.carry_not_null(spark, Context.of(context).invocation_id, table)
+    return derived.carry_not_null(spark, Context.of(context).invocation, table)
 
 
 def moved_rows_sql(spark: SparkSession, context: Mapping[str, Any], alias: str) -> str:

@@ -190,18 +190,20 @@ def test_a_run_reads_every_landed_table_at_once_and_each_answer_is_taken_once(en
     def alone(table: str) -> Landed | BatchError:
         return read_landed(spark, engine.transactions, root, [table])[table]
 
-    got = run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_a", run)
+    def landed(invocation: str, table: str, tables: list = []) -> Landed | None:  # noqa: B006 (never changed)
+        return run_reads.landed(spark, engine.invocation(invocation), engine.transactions, root, table, tables)
+
+    got = landed("reads-1", "rr_a", run)
     assert got == alone("rr_a")
     assert got is not None and got.applied == Applied(frozenset({"000001"}), 1)
     assert [m["batch_id"] for m in got.manifests] == ["000002"], "the applied batch's manifest is not read"
-    assert run_reads.known(spark, "reads-1")
-    assert run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_a", []) is None, "taken once"
+    assert run_reads.known(engine.invocation("reads-1"))
+    assert landed("reads-1", "rr_a") is None, "taken once"
     with pytest.raises(BatchError, match="000002"):
-        run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_b", [])
-    assert run_reads.landed(spark, "reads-1", engine.transactions, root, "rr+odd", []) == alone("rr+odd")
-    never = run_reads.landed(spark, "reads-1", engine.transactions, root, "rr_never_landed", [])
-    assert never == Landed([], Applied(frozenset(), None))
-    assert run_reads.landed(spark, "reads-2", engine.transactions, root, "rr_a", []) is None, "another invocation"
+        landed("reads-1", "rr_b")
+    assert landed("reads-1", "rr+odd") == alone("rr+odd")
+    assert landed("reads-1", "rr_never_landed") == Landed([], Applied(frozenset(), None))
+    assert landed("reads-2", "rr_a") is None, "another invocation"
 
 
 def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_applied_again(
@@ -223,7 +225,7 @@ def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_ap
         engine.apply("rec_a", ROW_COLUMNS, ["id"])
     monkeypatch.setattr(apply, "_reached", lambda name: None)
     lock.let_go_all()  # the lock's row says a commit was left unrecorded, as a killed holder's would
-    monkeypatch.setattr(apply, "_recovered_invocations", set())  # a new process
+    engine.new_process()
     monkeypatch.setattr(lock, "unrecorded", set())
 
     both = ["rec_a", "rec_b"]

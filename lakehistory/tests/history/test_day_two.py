@@ -20,7 +20,8 @@ from sync_case import run as run_syncs
 from test_as_a_package import DBT_PROJECT, MODEL
 
 from harness import REPO_ROOT, DbtProject, unique_schema
-from lakehistory.history import apply, ledger, lock
+from lakehistory import invocation as invocations
+from lakehistory.history import apply, ledger, lock, statements
 from lakehistory.history.apply import HistoryError, apply_pending
 from lakehistory.history.transactions import LAYOUT, create_sql, ensure_transactions_table
 from lakehistory.landing import run_reads
@@ -143,7 +144,9 @@ def test_the_first_staging_reads_every_landed_table_of_the_run_for_its_history_t
     """Each staging took its answer from the run's one read (run_reads): its history table, found
     through an ephemeral staging model too, is the one the run's table list names."""
     shops.run_ok("run")
-    answers = [found for run, found in run_reads._runs.items() if run[1] and shops.schema in run[1]]
+    run = invocations._current
+    assert run is not None
+    answers = [found for transactions, found in run.landing.items() if transactions and shops.schema in transactions]
     assert answers == [{}], "every staging took its table's answer"
 
 
@@ -248,15 +251,13 @@ def test_a_batch_two_runs_staged_at_once_is_applied_once(engine: Engine) -> None
     assert engine.apply("twice", columns, ["id"])["batches"] == 1  # the first run
     outcome = apply_pending(
         spark,
+        engine.writer(),
         target=engine.target("twice"),
         staged="`__staged_by_the_second_run`",
-        transactions=engine.transactions,
         keys=["id"],
         deleted_column=None,
         versioning=VERSIONING,
-        uuid_sql=engine.uuid_sql,
         exists=True,
-        writer_lock=engine.writer_lock,
     )
     assert outcome["batches"] == 0
     assert engine.ids_of("twice") == [max(engine.ids_of("twice"))], "one transaction"
@@ -324,11 +325,12 @@ def test_a_bad_manifest_is_its_own_tables_problem_and_names_its_batch(engine: En
     deep.write_text(deep.read_text()[:-1] + ', "commit_json": ' + "[" * 100_000 + "]" * 100_000 + "}")
     tables = ["fine", *BAD_SYNCS, "deep"]
     run = [(root, t, engine.target(t)) for t in tables]
-    found = run_reads.landed(spark, "bad-1", engine.transactions, root, "fine", run, engine.target("fine"))
+    bad = engine.invocation("bad-1")
+    found = run_reads.landed(spark, bad, engine.transactions, root, "fine", run, engine.target("fine"))
     assert found is not None and [m["batch_id"] for m in found.manifests] == ["000001"]
     for table in [*BAD_SYNCS, "deep"]:
         with pytest.raises(BatchError, match=r"Batch 000001: manifest\.json"):
-            run_reads.landed(spark, "bad-1", engine.transactions, root, table, [], engine.target(table))
+            run_reads.landed(spark, bad, engine.transactions, root, table, [], engine.target(table))
 
 
 def test_a_commit_whose_record_was_cut_off_by_an_error_is_recorded_before_any_other_id(
@@ -378,12 +380,9 @@ def test_an_operation_on_a_table_that_owes_a_reserved_sync_is_refused_and_an_und
     with pytest.raises(HistoryError, match="owes the sync.*owe-s2"):
         engine.revert(["owe_b"], ["id"], to_txn=first_b)
     with pytest.raises(HistoryError, match="owes the sync.*owe-s2"):
-        apply.run_transaction(
+        statements.run_transaction(
             engine.project.spark,
-            engine.transactions,
-            [engine.target("owe_a"), engine.target("owe_b")],
-            engine.uuid_sql,
-            engine.writer_lock,
+            engine.writer(history_tables=["owe_a", "owe_b"]),
             statements=[],
             row="select 1",
             versioned=engine.target("owe_b"),
@@ -474,12 +473,9 @@ def test_a_cleanup_stopped_between_its_commit_and_its_record_is_recorded_by_the_
 
     with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
         patched.setattr(ledger, "insert_transactions", killed)
-        apply.run_transaction(
+        statements.run_transaction(
             engine.project.spark,
-            engine.transactions,
-            [target],
-            engine.uuid_sql,
-            engine.writer_lock,
+            engine.writer(history_tables=["purge_me"]),
             statements=[f"delete from {target} where valid_to < {OPEN}"],
             row=cleanup_row,
             versioned=target,

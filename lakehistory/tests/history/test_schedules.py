@@ -176,14 +176,7 @@ def test_per_table_schedules_kills_and_syncs_given_up_converge_on_the_reference(
                 new_process(monkeypatch)
                 run(engine, [f"{prefix}_{t}" for t in day["batches"] if t != day["lost"]], f"{prefix}-x", project, None)
                 new_process(monkeypatch)
-                abandon_sync(
-                    engine.project.spark,
-                    sync.id,
-                    engine.transactions,
-                    engine.uuid_sql,
-                    engine.writer_lock,
-                    [engine.target(t) for t in project],
-                )
+                abandon_sync(engine.project.spark, engine.writer(history_tables=project), sync.id)
                 given_up.add(sync.id)
         new_process(monkeypatch)
         run(engine, tables, f"{prefix}-last", project, None)

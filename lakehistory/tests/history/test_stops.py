@@ -115,7 +115,7 @@ def test_a_run_stopped_anywhere_and_run_again_converges(
                 pass
             monkeypatch.setattr(apply, "_reached", lambda name: None)
             # A new process: no memory of the stopped run.
-            monkeypatch.setattr(apply, "_recovered_invocations", set())
+            engine.new_process()
             monkeypatch.setattr(lock, "unrecorded", set())
             engine.apply(table, columns, ["id"])
             got = (engine.physical(table), engine.transactions_of(table))

@@ -20,8 +20,9 @@ from history_case import HistoryCase, T, batch, version
 from harness import DbtProject, copy_project, transaction_rows, unique_schema
 from lakehistory.history import apply, ledger
 from lakehistory.history import lock as lock_module
-from lakehistory.history.apply import SESSION_DELTA_VERSION, SESSION_STARTED_AT, SESSION_TXN_ID, run_transaction
+from lakehistory.history.statements import SESSION_DELTA_VERSION, SESSION_STARTED_AT, SESSION_TXN_ID, run_transaction
 from lakehistory.history.transactions import column_list, ensure_transactions_table
+from lakehistory.history.writer import Writer
 from lakehistory.landing.batch import Column
 
 COLS = [Column("id", "bigint"), Column("name", "string")]
@@ -155,7 +156,7 @@ def test_a_capture_or_cleanup_in_another_thread_takes_its_id_after_the_writer_in
     first.start()
     in_lock.wait()
     second = threading.Thread(
-        target=lambda: taken.append(run_transaction(spark, transactions, [], "''", lock, [], record, changed))
+        target=lambda: taken.append(run_transaction(spark, Writer(transactions, lock, "''"), [], record, changed))
     )
     second.start()
     first.join()

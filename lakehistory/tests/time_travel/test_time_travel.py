@@ -462,6 +462,7 @@ def test_the_transactions_table_is_checked_once_per_dbt_invocation(
 ) -> None:
     """Every node of a run asks for the transactions table; the first answer holds for the rest of
     the invocation, and a new invocation checks again."""
+    from lakehistory import invocation as invocations
     from lakehistory.history import transactions
 
     spark, relation = dbt_project.spark, dbt_project.table("lakehistory_transactions")
@@ -472,6 +473,6 @@ def test_the_transactions_table_is_checked_once_per_dbt_invocation(
         transactions, "create_if_missing", lambda spark, made, sql: checks.append(made) or create(spark, made, sql)
     )
     for invocation in ("first", "first", "first", "second"):
-        transactions.ensure_transactions_table(spark, relation, invocation)
+        transactions.ensure_transactions_table(spark, relation, invocations.of(invocation))
     assert checks == [relation, transactions.syncs_relation(relation)] * 2
     assert spark.table(relation).columns == list(transactions.COLUMNS)

@@ -133,7 +133,7 @@ class Txn:
     # a batch's schema changes (landing.manifests.recorded_schema_changes); None: a commit made
     # before they were recorded, or not a batch
     schema_changes: str | None = None
-    rows_purged: int = 0  # a cleanup's (apply.run_transaction)
+    rows_purged: int = 0  # a cleanup's (statements.run_transaction)
 
 
 def commit_metadata(txns: Sequence[Txn]) -> str:

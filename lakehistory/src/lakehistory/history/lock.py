@@ -11,7 +11,7 @@ metastore) are two processes: they meet in a one-row Delta table beside the tran
 - A process keeps it while it writes: a background thread renews it every RENEW_SECONDS, and
   lets it go once the process has taken no id for IDLE_SECONDS, or at exit.
   Letting go, it writes into the row whether it left a commit unrecorded; only a holder that
-  follows one that may have (or a dead or lapsed one) checks every history table (apply.py).
+  follows one that may have (or a dead or lapsed one) checks every history table (writer.py).
 - A holder known to be dead is taken over at once (`dead_because`): on an embedded metastore,
   which admits one process at a time, every other holder is; on this host, a holder whose Python
   process and Spark JVM are both gone; through a Connect server, a holder whose session the
@@ -66,7 +66,7 @@ LET_GO_WAIT_SECONDS = 30  # at exit, for a renewal in flight
 TOKEN = uuid.uuid4().hex  # this process's
 _takes = itertools.count(1)
 _active = threading.local()
-# The history tables whose last commit this process could not record (apply.py records them
+# The history tables whose last commit this process could not record (writer.py records them
 # before its next id). A process that lets go of the lock with any says so in the lock's row.
 unrecorded: set[str] = set()
 # The history tables a dbt thread of this process is committing to outside `in_process`

@@ -1,7 +1,7 @@
 """The Spark session a transaction is written in, and the settings of a block of its statements.
 
 dbt runs its threads' statements on one Spark session. A history apply, or a capture's or
-cleanup's transaction (apply.py), changes session state for its own statements: Delta settings
+cleanup's transaction (apply.py, statements.py), changes session state for its own statements: Delta settings
 for its commit (the commit's userMetadata, empty commits kept), temporary views (`__lh_group`,
 ...) and session variables (the transaction's id). In a session of its own none of that reaches
 the statements other dbt threads run meanwhile: their commits carry no history transaction, and

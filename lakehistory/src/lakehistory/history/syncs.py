@@ -14,7 +14,7 @@ once each of its tables has recorded it (`lakehistory.visible_txn_sql`, macros/t
 
 A revert or undo (operations/revert.py) reserves its one transaction for all its tables here too, with what
 was asked. Stopped before each table recorded it, it is completed by asking it again; until
-then its tables take no other transaction (apply.py refuses them, naming the command).
+then its tables take no other transaction (plan.py refuses them, naming the command).
 
 A sync some table will never apply (its batch never lands) is given up (operations/abandon.py):
 a row of operation 'abandon' under the sync's id makes it visible with the tables that have it,

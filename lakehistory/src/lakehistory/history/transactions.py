@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+from lakehistory.invocation import Invocation
 from lakehistory.landing.folders import hadoop_filesystem
 from lakehistory.landing.spec import first_line
 from lakehistory.sql import lit, q
@@ -163,15 +164,12 @@ def adopt_folder(spark: SparkSession, relation: str, statement: str, refusal: st
     spark.sql(statement)
 
 
-_ensured: set[tuple[str, str]] = set()  # (dbt invocation, relation): checked once per invocation
-
-
-def ensure_transactions_table(spark: SparkSession, relation: str, invocation_id: str = "") -> None:
+def ensure_transactions_table(spark: SparkSession, relation: str, invocation: Invocation | None = None) -> None:
     """For `lakehistory.ensure_transactions_table`: create the table and its syncs
     table when missing; give a table of an earlier layout the optional columns it lacks; refuse
     one that lacks a required column. Every node of a dbt invocation asks; the first one's answer
-    holds for the others (`invocation_id`)."""
-    if invocation_id and (invocation_id, relation) in _ensured:
+    holds for the others (`invocation`)."""
+    if invocation is not None and relation in invocation.ensured:
         return
     for table, layout in ((relation, LAYOUT), (syncs_relation(relation), SYNCS_LAYOUT)):
         create_if_missing(spark, table, create_sql(table, layout))
@@ -186,8 +184,8 @@ def ensure_transactions_table(spark: SparkSession, relation: str, invocation_id:
         optional = [f for f in layout if not f.required and f.name not in stored]
         if optional:  # nothing in the rows already there says otherwise: NULL is what they had
             spark.sql(f"alter table {table} add columns ({', '.join(f.sql() for f in optional)})")
-    if invocation_id:
-        _ensured.add((invocation_id, relation))
+    if invocation is not None and invocation.kept:
+        invocation.ensured.add(relation)
 
 
 # Every record and every reservation commits a few rows, a file each. Past this many files, a

@@ -5,7 +5,7 @@ docs/landing-format.md) is captured by a dbt snapshot, one extract per run, olde
 snapshot sees one state of the table at a time, so each day's changes keep their own time.
 When every extract is captured, the latest one is read again, which changes nothing. An extract
 with a sync file beside it (`<YYYY-MM-DD>.sync.json`) belongs to that sync: its capture is
-recorded under the sync's transaction (history/apply.py: `run_transaction`).
+recorded under the sync's transaction (history/statements.py: `run_transaction`).
 
 The extract is written, typed, to a Delta table beside the snapshot (`<snapshot>__lh_extract`):
 dbt-spark stages a snapshot through a persistent view, which may not read a temporary one. Its
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehistory.invocation import Invocation
 from lakehistory.names import EXTRACTED_AT, EXTRACTED_BY, ReservedNameError, refuse_reserved
 from lakehistory.sql import q
 
@@ -28,10 +29,6 @@ from .batch import EXTRACT_SYNC_SUFFIX
 from .rows import read_csv, typed
 from .spec import BatchError, first_line
 from .syncs import SyncOf, parse_sidecar
-
-# Per snapshot (its relation, as the macros name it): the sync of the extract it captures in this
-# run, None for an extract of no sync or one captured already.
-_staged_syncs: dict[str, SyncOf | None] = {}
 
 
 class ExtractError(ValueError):
@@ -75,9 +72,9 @@ def captured_day(spark: SparkSession, transactions: str | None, snapshot: str | 
     return dt.date.fromisoformat(latest) if latest is not None else None
 
 
-def staged_sync(snapshot: str) -> SyncOf | None:
+def staged_sync(invocation: Invocation, snapshot: str) -> SyncOf | None:
     """The sync of the extract `snapshot` captures in this run (stage_next_extract), if any."""
-    return _staged_syncs.get(snapshot)
+    return invocation.staged_syncs.get(snapshot)
 
 
 def _sync_of(spark: SparkSession, path: str, table: str) -> SyncOf | None:
@@ -163,10 +160,12 @@ def stage_next_extract(
     columns: Sequence[Sequence[str]],
     snapshot: str | None = None,
     transactions: str | None = None,
+    invocation: Invocation | None = None,
 ) -> str | None:
     """For `lakehistory.landing_extract` (lakehistory.door): write the extract `snapshot` is to capture
     next to the Delta table `staged` (replacing what it held). Returns the extract's day (None when
-    no extract has landed yet: `staged` is then empty)."""
+    no extract has landed yet: `staged` is then empty). The extract's sync, if any, is the
+    invocation's to know when the snapshot's capture takes its transaction (staged_sync)."""
     try:
         refuse_reserved(
             f"Extract {table}",
@@ -184,8 +183,8 @@ def stage_next_extract(
             f"Extract {table}: the snapshot {snapshot} holds {done}, later than the latest extract {days[-1][0]}"
         )
     pick = todo[0] if todo else (days[-1] if days else None)
-    if snapshot is not None:
-        _staged_syncs[snapshot] = _sync_of(spark, pick[1], table) if todo and pick else None
+    if snapshot is not None and invocation is not None:
+        invocation.staged_syncs[snapshot] = _sync_of(spark, pick[1], table) if todo and pick else None
     if pick is None:
         schema = ", ".join(
             [f"{q(c)} {t}" for c, t in columns] + [f"{EXTRACTED_AT} timestamp", f"{EXTRACTED_BY} string"]

@@ -12,7 +12,8 @@ each model's staging then takes its table's answer.
 An answer is taken once: a second staging of the same table in the same invocation (after its
 model applied, say) reads again. A batch recorded after the answer was read by a recovery of this
 process (a commit a killed run left unrecorded) is dropped again before it is applied
-(apply.py: `recovered_batches`). A run applies the batches landed when its first model staged.
+(history/writer.py: `recovered_batches`). A run applies the batches landed when its first model
+staged. The answers are the invocation's (invocation.py), kept for its later calls.
 """
 
 from __future__ import annotations
@@ -23,28 +24,26 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from lakehistory.invocation import Invocation, Stream
+
 from .manifests import Landed, read_landed
 from .spec import BatchError, batch_error
 from .syncs import SyncOf, gather
 
+# The other dbt threads wait for the first one's reads rather than repeat them.
 _lock = threading.Lock()
-# (invocation id, transactions table) -> (landing root, table, history table) -> its answer, or its
-# manifests' error (manifests.Stream: what is applied is each history table's own record).
-_runs: dict[tuple[str, str | None], dict[tuple[str, str, str | None], Landed | BatchError]] = {}
-# (invocation id, transactions table) -> the syncs of the batches pending when the landing was read.
-_syncs: dict[tuple[str, str | None], dict[str, SyncOf]] = {}
 
 
-def known(spark: SparkSession, invocation_id: str) -> bool:
+def known(invocation: Invocation) -> bool:
     """For `lakehistory.landing_batches` (lakehistory.door): whether this invocation's first staging has
     read the landing (the macro then sends no table list). No statement runs."""
     with _lock:
-        return any(run == invocation_id for run, _ in _runs)
+        return invocation.kept and bool(invocation.landing)
 
 
 def landed(
     spark: SparkSession,
-    invocation_id: str,
+    invocation: Invocation,
     transactions: str | None,
     landing_root: str,
     table: str,
@@ -58,32 +57,27 @@ def landed(
     Raises the BatchError of a table whose manifests are bad. `project_tables`: [landing root,
     table, kind] of every landed table the project applies ('batches' or 'extract'), sent with
     `run_tables`; the pending syncs of the tables a run's syncs name are read with its own."""
-    if not invocation_id:
+    if not invocation.kept:
         return None
-    key = (invocation_id, transactions)
-    with _lock:  # the other dbt threads wait for the first one's reads rather than repeat them
-        if key not in _runs:
+    with _lock:
+        if transactions not in invocation.landing:
             if not run_tables:
                 return None
-            _runs.clear()  # one invocation at a time per process: the last one's answers are stale
-            _syncs.clear()
             streams = {(str(t[0]), str(t[1]), (str(t[2]) if len(t) > 2 else "") or None) for t in run_tables}
             project = {(str(t[0]), str(t[1])): str(t[2]) for t in project_tables}
-            _runs[key], _syncs[key] = _read(spark, transactions, streams, project)
-        found = _runs[key].pop((landing_root, table, history or None), None)
+            answers, syncs = _read(spark, transactions, streams, project)
+            invocation.landing[transactions], invocation.pending_syncs[transactions] = answers, syncs
+        found = invocation.landing[transactions].pop((landing_root, table, history or None), None)
     if isinstance(found, BatchError):
         raise found
     return found
 
 
-def pending_syncs(invocation_id: str, transactions: str | None) -> dict[str, SyncOf]:
+def pending_syncs(invocation: Invocation, transactions: str | None) -> dict[str, SyncOf]:
     """The syncs of every batch the invocation's landed tables had pending when its first staging
     read them (empty when none did): a sync's id is reserved with those of the syncs before it."""
     with _lock:
-        return dict(_syncs.get((invocation_id, transactions), {}))
-
-
-Stream = tuple[str, str, str | None]  # landing root, table, history table
+        return dict(invocation.pending_syncs.get(transactions, {}))
 
 
 def _read(

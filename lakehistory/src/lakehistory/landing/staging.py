@@ -15,6 +15,7 @@ from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 
+from lakehistory.invocation import Invocation
 from lakehistory.names import NOT_NULL_METADATA
 
 from . import run_reads
@@ -32,7 +33,7 @@ def register_pending_batches(
     key: Sequence[str],
     columns: Sequence[Sequence[str]],
     transactions: str | None = None,
-    invocation_id: str = "",
+    invocation: Invocation | None = None,
     run_tables: Sequence[Sequence[str]] = (),
     app_id_required: bool = False,
     not_null: Sequence[str] = (),
@@ -41,7 +42,7 @@ def register_pending_batches(
 ) -> None:
     """For `lakehistory.landing_batches` (lakehistory.door): stage, validate and register the pending
     batches of `table` as the temp view `view`. `run_tables`: every [landing root, table] the
-    invocation `invocation_id` stages, sent by its first staging, which reads them all
+    `invocation` stages, sent by its first staging, which reads them all
     (run_reads.py). `app_id_required`: feature states are built from the table. `not_null`: the
     columns the source declares NOT NULL. `history`: the history table the batches are staged for,
     whose own record says which are applied (None: applied by any history table).
@@ -55,7 +56,7 @@ def register_pending_batches(
         not_null=frozenset(not_null),
     )
     found = run_reads.landed(
-        spark, invocation_id, transactions, landing_root, table, run_tables, history, project_tables
+        spark, invocation or Invocation(""), transactions, landing_root, table, run_tables, history, project_tables
     )
     staged = stage_pending_batches(spark, landing_root, spec, transactions, found, history)
     staged.createOrReplaceTempView(view)

@@ -18,17 +18,16 @@ that the sync was given up already.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.history import ledger, lock
-from lakehistory.history.apply import recover_every
 from lakehistory.history.session import own_session
 from lakehistory.history.table import HistoryError
 from lakehistory.history.transactions import ABANDON, COLUMNS, OPERATION_SYNC_PREFIX, syncs_relation
+from lakehistory.history.writer import Writer
 
 APP_ID = "lakehistory.abandon_sync"
 COUNTS = ("rows_in", "versions_opened", "versions_closed", "rows_overlap_deleted", "rows_purged")
@@ -36,21 +35,17 @@ COUNTS = ("rows_in", "versions_opened", "versions_closed", "rows_overlap_deleted
 
 def abandon_sync(
     spark: SparkSession,
+    writer: Writer,
     sync_id: str,
-    transactions: str,
-    uuid_sql: str,
-    writer_lock: str,
-    history_tables: Sequence[str] = (),
-    invocation_id: str = "",
     author: str | None = None,
     reason: str | None = None,
-    writer_wait_seconds: float = 600,
 ) -> dict[str, Any]:
     """Give up the reserved sync `sync_id`. Returns its transaction, the landed tables that had
     applied it and those that had not, and whether it was given up already."""
+    transactions, uuid_sql = writer.transactions, writer.uuid_sql
     table = syncs_relation(transactions)
-    with lock.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
-        recover_every(spark, transactions, history_tables, invocation_id, uuid_sql, table)
+    with writer.holding(spark), own_session(spark) as spark:
+        writer.recover_every(spark, table)
         found = _sync(spark, transactions, sync_id)
         if found is None:
             raise HistoryError(

@@ -19,7 +19,7 @@ other change.
 All the tables that change share the one transaction, as a sync's do (syncs.py): its id is
 reserved first, with what was asked, and it is visible to readers once every table recorded it.
 A run stopped before that is completed by asking the same again; until then no other transaction
-comes to its tables (apply.py refuses them, naming the command). Asked again once complete, it
+comes to its tables (history/plan.py refuses them, naming the command). Asked again once complete, it
 answers with the transaction that did it.
 """
 
@@ -34,11 +34,11 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.history import ledger, lock, records, syncs
-from lakehistory.history.apply import recover
 from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.table import HistoryError, Versioning
 from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, syncs_relation
+from lakehistory.history.writer import Writer
 from lakehistory.names import VALID_FROM, VALID_TO
 from lakehistory.sql import cols, q, same_key
 
@@ -84,27 +84,22 @@ class Chosen:
 
 def revert(
     spark: SparkSession,
+    writer: Writer,
     tables: Sequence[dict[str, Any]],
-    transactions: str,
     versioning: Versioning,
-    uuid_sql: str,
-    writer_lock: str,
-    history_tables: Sequence[str] = (),
-    invocation_id: str = "",
     to_txn: int | None = None,
     undo_txn: int | None = None,
     named: bool = True,
     author: str | None = None,
-    writer_wait_seconds: float = 600,
     chosen_keys: Chosen | None = None,
 ) -> dict[str, Any]:
-    """For `lakehistory.revert` (`to_txn`) and `lakehistory.undo` (`undo_txn`), as
-    the one writer of the transactions table. `tables`: the models asked for ({model, target,
-    keys}); for an undo that names none (`named` false), every history model, of which it takes
-    those the transaction changed. Returns the new transaction's id (None when the tables already
-    are in the state asked for), its counts per model, and the tables of an undone transaction
-    that are not history tables (a snapshot's capture), which it leaves as they are. A rewind
-    (`to_txn` with `chosen_keys`) returns only the chosen keys of its one table."""
+    """For `lakehistory.revert` (`to_txn`) and `lakehistory.undo` (`undo_txn`), as `writer`.
+    `tables`: the models asked for ({model, target, keys}); for an undo that names none (`named`
+    false), every history model, of which it takes those the transaction changed. Returns the
+    new transaction's id (None when the tables already are in the state asked for), its counts
+    per model, and the tables of an undone transaction that are not history tables (a snapshot's
+    capture), which it leaves as they are. A rewind (`to_txn` with `chosen_keys`) returns only
+    the chosen keys of its one table."""
 
     if versioning.append_only:
         raise HistoryError("an append-only history table (valid_from only) cannot be reverted")
@@ -117,9 +112,10 @@ def revert(
         raise HistoryError("rewind: name one history model; the keys it returns are that table's")
     asked = int(to_txn if undo_txn is None else undo_txn)  # type: ignore[arg-type]
     request = _request(operation, asked, [t.model for t in asked_for] if named else None, chosen_keys)
-    with lock.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
+    transactions, uuid_sql = writer.transactions, writer.uuid_sql
+    with writer.holding(spark), own_session(spark) as spark:
         for table in asked_for:
-            recover(spark, transactions, table.target, history_tables, invocation_id, uuid_sql)
+            writer.recover(spark, table.target)
         states = ledger.recorded_for(spark, transactions, [t.target for t in asked_for])
         last_id = max(s.last_id for s in states.values())
         log = spark.table(transactions)

@@ -23,6 +23,7 @@ from lakehistory.history import lock
 from lakehistory.history.session import own_session
 from lakehistory.history.table import HistoryError
 from lakehistory.history.transactions import Field, beside, create_if_missing, create_sql
+from lakehistory.history.writer import Writer
 
 LAYOUT = (
     Field("tag", "string", True, "The tag's name: one per lakehouse"),
@@ -50,9 +51,7 @@ def ensure_tags_table(spark: SparkSession, transactions: str) -> str:
 
 def tag(
     spark: SparkSession,
-    transactions: str,
-    writer_lock: str,
-    writer_wait_seconds: float,
+    writer: Writer,
     name: str,
     txn_id: int,
     visible_txn_id: int,
@@ -68,8 +67,9 @@ def tag(
             f"tag {name!r}: a tag's name is 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a"
             " letter or digit"
         )
+    transactions = writer.transactions
     relation = tags_relation(transactions)
-    with lock.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
+    with writer.holding(spark), own_session(spark) as spark:
         ensure_tags_table(spark, transactions)
         log = spark.table(transactions)
         found = log.where(F.col("txn_id") == F.lit(txn_id)).select("started_at").limit(1).collect()
@@ -113,12 +113,12 @@ def tag(
     return {"tag": name, "txn_id": txn_id, "already": False}
 
 
-def drop_tag(spark: SparkSession, transactions: str, writer_lock: str, writer_wait_seconds: float, name: str) -> bool:
+def drop_tag(spark: SparkSession, writer: Writer, name: str) -> bool:
     """Drop the tag `name`; whether there was one. Its versions are cleanup's to remove again."""
-    relation = tags_relation(transactions)
+    relation = tags_relation(writer.transactions)
     if not spark.catalog.tableExists(relation.replace("`", "")):
         return False
-    with lock.holding(spark, writer_lock, writer_wait_seconds), own_session(spark) as spark:
+    with writer.holding(spark), own_session(spark) as spark:
         if not spark.table(relation).where(F.col("tag") == F.lit(name)).limit(1).collect():
             return False
         lock.check_held()
