@@ -47,6 +47,7 @@ class Action:
     plan: str = ""
     thread: str = ""  # the Python thread that ran it (a dbt thread: the node's)
     wall: float = 0.0  # time.time() when it began
+    job_names: list[str] = field(default_factory=list)  # each job's description (or call site), in order
 
 
 @dataclass
@@ -92,6 +93,17 @@ class Recorder:
             busy += max(0, stop - max(start, end))
             end = max(end, stop)
         return busy / 1000
+
+    @staticmethod
+    def _names(jobs: list[Any]) -> list[str]:
+        """What each of `jobs` did: its description (Delta names its own jobs) or its call site."""
+        named = []
+        for job in jobs:
+            what = str(job.description().get()) if job.description().isDefined() else str(job.name())
+            ms = job.completionTime().get().getTime() - job.submissionTime().get().getTime()
+            stages = job.stageIds().size()
+            named.append(f"{ms / 1000:.2f}s, {stages} stage(s): {' '.join(what.split())}")
+        return named
 
     @staticmethod
     def _log_jobs(jobs: list[Any]) -> int:
@@ -146,8 +158,9 @@ class Recorder:
                 ran = recorder._jobs_since(first_job) if jobs else []  # one walk of the job list
                 busy, log_jobs = recorder._busy(ran), recorder._log_jobs(ran)
                 thread = threading.current_thread().name
+                names = recorder._names(ran)
                 recorder.actions.append(
-                    Action(_caller(), text, started, seconds, jobs, busy, log_jobs, plan, thread, wall)
+                    Action(_caller(), text, started, seconds, jobs, busy, log_jobs, plan, thread, wall, names)
                 )
             recorder.overhead += (started - counting) + (time.perf_counter() - ended)
             return result
@@ -192,6 +205,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--idle", action="store_true", help="land nothing for the last run: an idle node's statements")
     parser.add_argument("--out", type=Path, default=None, help="work folder (default $LAKEHISTORY_HOME/statements)")
     parser.add_argument("--repository", type=Path, default=Path.cwd(), help="the lakehistory checkout (default: here)")
+    parser.add_argument("--jobs", action="store_true", help="list each statement's Spark jobs under it")
     parser.add_argument(
         "--time-zone", default="UTC", help="the time zone of the machine dbt runs on, e.g. Europe/Berlin (default UTC)"
     )
@@ -240,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{a.started - began:6.2f} {a.seconds:8.2f} {a.jobs:4d} {a.log_jobs:5d} {a.busy:5.2f}"
             f"  {a.where:<40} {a.what:<44} {a.plan}"
         )
+        for name in a.job_names if args.jobs else ():
+            print(f"{'':>32}job {name[:160]}")
     busy = sum(a.busy for a in recorder.actions)
     gaps = node - spent - recorder.overhead
     print(
