@@ -342,12 +342,12 @@ def _apply_group(
                     write_group(spark, target, layout, versions, version, changes, group[:n])
                     commit = own_commit(spark, target, txns)
                 waiting = records.wait(writer.transactions, target, commit)
-            records.record_waiting(spark, writer.transactions, waiting, writer.uuid_sql, stop=_reached)
+            writer.record_waiting(spark, waiting, stop=_reached)
         else:
             with metadata:
                 write_group(spark, target, layout, versions, version, changes, group[:n])
                 commit = own_commit(spark, target, txns)
-            records.record_commits(spark, writer.transactions, [(target, commit)], writer.uuid_sql, stop=_reached)
+            writer.record(spark, [(target, commit)], stop=_reached)
     _reached("recorded")
     outcome.batches += n
     outcome.groups += 1

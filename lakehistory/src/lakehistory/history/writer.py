@@ -7,10 +7,16 @@ records its own transaction before it lets go (records.py). The writer carries w
 need to do so: the transactions table, its lock and how long to wait for it, the rule of a
 transaction's uuid, the project's history tables (a recovery may have to check each of them), and
 the dbt invocation it writes for, whose state (invocation.py) remembers what its recoveries did.
+
+What the process knows as the writer outlives an invocation and stays with the hold of the lock:
+the hold itself and the tables with a commit left unrecorded (lock.py), the transactions table's
+last ids read under the hold (ledger.py), the syncs reserved under it (syncs.py) and the commits
+waiting for their record (records.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +46,20 @@ class Writer:
     def hold(self) -> int | None:
         """Which hold of the writer lock this process has now (lock.hold_of), None: none."""
         return lock.hold_of(self.lock)
+
+    # --- records ----------------------------------------------------------------------------------
+
+    def record(
+        self, spark: SparkSession, commits: Sequence[tuple[str, ledger.Commit]], stop: Callable[[str], None]
+    ) -> None:
+        """Under the lock: record the transactions of `commits` (history table, commit) in one
+        statement (records.record_commits)."""
+        records.record_commits(spark, self.transactions, commits, self.uuid_sql, stop=stop)
+
+    def record_waiting(self, spark: SparkSession, mine: records.Waiting, stop: Callable[[str], None]) -> None:
+        """Under the lock: record `mine`, a commit made outside the turn, with every other one
+        waiting by then (records.record_waiting)."""
+        records.record_waiting(spark, self.transactions, mine, self.uuid_sql, stop=stop)
 
     # --- recovery ---------------------------------------------------------------------------------
 

@@ -112,7 +112,7 @@ def revert(
         raise HistoryError("rewind: name one history model; the keys it returns are that table's")
     asked = int(to_txn if undo_txn is None else undo_txn)  # type: ignore[arg-type]
     request = _request(operation, asked, [t.model for t in asked_for] if named else None, chosen_keys)
-    transactions, uuid_sql = writer.transactions, writer.uuid_sql
+    transactions = writer.transactions
     with writer.holding(spark), own_session(spark) as spark:
         for table in asked_for:
             writer.recover(spark, table.target)
@@ -165,7 +165,7 @@ def revert(
                 new = _txn(table, counts[table.target], reservation, undone, sources, operation, asked, chosen_keys)
                 commits.append((table.target, _merge(spark, table, versioning, frames[table.target], new)))
                 _reached("committed")
-            records.record_commits(spark, transactions, commits, uuid_sql, stop=lambda point: None)
+            writer.record(spark, commits, stop=lambda point: None)
         _reached("recorded")
         txn_id = reservation.reserved.txn_id
         return _outcome(txn_id, {t.model: counts[t.target] for t in todo}, left)
