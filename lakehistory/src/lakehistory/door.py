@@ -55,10 +55,6 @@ class Context:
     project: Project
 
     @property
-    def invocation_id(self) -> str:
-        return self.invocation.id
-
-    @property
     def history_tables(self) -> tuple[str, ...]:
         return self.project.history_tables
 
