@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
@@ -48,12 +48,20 @@ class Derived:
     kind: str
 
 
+@dataclass
+class Compiled:
+    """An invocation's part (invocation.py): per derived table, its history table, named while
+    dbt compiled the model."""
+
+    tables: dict[str, Derived] = field(default_factory=dict)
+
+
 def compiled(invocation: Invocation, table: str, derived: Derived) -> None:
     """While dbt compiles the model of `table`: its history table, for the model's post-hook."""
     if derived.kind not in EXEMPT:
         raise ValueError(f"{table}: no NOT NULL rule for a derived table of kind {derived.kind!r}")
     with invocation.mutex:
-        invocation.compiled[table] = derived
+        invocation.part(Compiled).tables[table] = derived
 
 
 def carry_not_null(spark: SparkSession, invocation: Invocation, table: str) -> list[str]:
@@ -61,7 +69,7 @@ def carry_not_null(spark: SparkSession, invocation: Invocation, table: str) -> l
     added (Delta first checks the rows the table holds). Returns their names. No statement runs
     when the history table has no NOT NULL data column, nor for a table no macro compiled."""
     with invocation.mutex:
-        derived = invocation.compiled.pop(table, None)
+        derived = invocation.part(Compiled).tables.pop(table, None)
     if derived is None:
         return []
     taken = {c.lower() for c in derived.columns}

@@ -2,12 +2,14 @@
 
 A dbt invocation calls the engine many times, from several threads: each model's staging,
 apply and post-hook, each capture. What its first calls read or learn and its later calls
-reuse is kept here: the project's history tables (the macros walk dbt's graph once), the
-landing read once for every table, the batches a recovery recorded, what the transactions table
-held at the first idle check. The door looks the invocation up once per call (`of`) and hands
-it down whole (with the writer: history/writer.py). Nothing else of the engine keeps state
-between the calls of an invocation, but the writer lock's hold (history/lock.py), which is the
-process's.
+reuse is kept in its Invocation: the project's history tables (the macros walk dbt's graph
+once), and a part per module that keeps something (`part`): the landing read once for every
+table (landing/run_reads.py), what the recoveries recorded and the first idle check read
+(history/writer.py), the transactions tables checked (history/transactions.py), the syncs of the
+extracts staged (landing/extracts.py), the history tables of the derived models compiled
+(derived.py). Each part's class lives in the module that keeps it, so this module, which every
+layer imports, imports none of them. The door looks the invocation up once per call (`of`) and
+hands it down whole (with the writer: history/writer.py).
 
 A process runs one dbt invocation at a time: a call of another invocation starts afresh, and
 the last one's state goes. A call that names no invocation (the engine called by a test or a
@@ -18,19 +20,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, TypeVar, cast
 
-if TYPE_CHECKING:
-    from lakehistory.derived import Derived
-    from lakehistory.history.ledger import Recorded
-    from lakehistory.landing.manifests import Landed
-    from lakehistory.landing.spec import BatchError
-    from lakehistory.landing.syncs import SyncOf
-
-# A batch a recovery recorded: (history table, source table, batch id).
-RecoveredBatch = tuple[str, "str | None", "str | None"]
-# A landed table as a run reads it: (landing root, table, history table that applies it or None).
-Stream = tuple[str, str, "str | None"]
+Part = TypeVar("Part")
 
 
 @dataclass(frozen=True)
@@ -46,33 +38,26 @@ class Project:
 
 @dataclass(eq=False)
 class Invocation:
-    """What the calls of dbt invocation `id` share. Per transactions table where a project could
-    name two (a `lakehistory_transactions` var per model)."""
+    """What the calls of dbt invocation `id` share."""
 
     id: str
     project: Project | None = None
-    # transactions tables whose table and syncs table were checked (transactions.ensure_...)
-    ensured: set[str] = field(default_factory=set)
-    # transactions tables read afresh by a first recovery (compacted, the ledger's cache dropped)
-    read_afresh: set[str] = field(default_factory=set)
-    # per transactions table: the landing's answers of every table the first staging read
-    # (landing/run_reads.py), each taken once, and the syncs of the batches pending then
-    landing: dict[str | None, dict[Stream, Landed | BatchError]] = field(default_factory=dict)
-    pending_syncs: dict[str | None, dict[str, SyncOf]] = field(default_factory=dict)
-    # per transactions table: the batches this invocation's recoveries recorded (history/writer.py)
-    recovered: dict[str, set[RecoveredBatch]] = field(default_factory=dict)
-    # per transactions table: what it held for every history table at the first idle check
-    recorded_at_start: dict[str, dict[str, Recorded]] = field(default_factory=dict)
-    # per snapshot: the sync of the extract it captures in this run (landing/extracts.py)
-    staged_syncs: dict[str, SyncOf | None] = field(default_factory=dict)
-    # per derived table: its history table, named while dbt compiled its model (derived.py)
-    compiled: dict[str, Derived] = field(default_factory=dict)
-    mutex: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # held while a part is made or changed; a module's part may be read and changed by dbt threads at once
+    mutex: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _parts: dict[type[Any], Any] = field(default_factory=dict, repr=False)
 
     @property
     def kept(self) -> bool:
         """Whether its state outlives one call: it is a dbt invocation's."""
         return bool(self.id)
+
+    def part(self, kind: type[Part]) -> Part:
+        """The invocation's part of class `kind` (a class of the module that keeps it, made
+        with no arguments the first time it is asked for)."""
+        with self.mutex:
+            if kind not in self._parts:
+                self._parts[kind] = kind()
+            return cast(Part, self._parts[kind])
 
 
 _mutex = threading.Lock()

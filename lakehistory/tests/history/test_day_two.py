@@ -146,7 +146,8 @@ def test_the_first_staging_reads_every_landed_table_of_the_run_for_its_history_t
     shops.run_ok("run")
     run = invocations._current
     assert run is not None
-    answers = [found for transactions, found in run.landing.items() if transactions and shops.schema in transactions]
+    landed = run.part(run_reads.Answers).landed
+    answers = [found for transactions, found in landed.items() if transactions and shops.schema in transactions]
     assert answers == [{}], "every staging took its table's answer"
 
 

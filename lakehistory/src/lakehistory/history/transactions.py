@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
@@ -164,12 +164,20 @@ def adopt_folder(spark: SparkSession, relation: str, statement: str, refusal: st
     spark.sql(statement)
 
 
+@dataclass
+class Ensured:
+    """An invocation's part (invocation.py): the transactions tables it checked."""
+
+    relations: set[str] = field(default_factory=set)
+
+
 def ensure_transactions_table(spark: SparkSession, relation: str, invocation: Invocation | None = None) -> None:
     """For `lakehistory.ensure_transactions_table`: create the table and its syncs
     table when missing; give a table of an earlier layout the optional columns it lacks; refuse
     one that lacks a required column. Every node of a dbt invocation asks; the first one's answer
     holds for the others (`invocation`)."""
-    if invocation is not None and relation in invocation.ensured:
+    ensured = invocation.part(Ensured).relations if invocation is not None and invocation.kept else set()
+    if relation in ensured:
         return
     for table, layout in ((relation, LAYOUT), (syncs_relation(relation), SYNCS_LAYOUT)):
         create_if_missing(spark, table, create_sql(table, layout))
@@ -184,8 +192,7 @@ def ensure_transactions_table(spark: SparkSession, relation: str, invocation: In
         optional = [f for f in layout if not f.required and f.name not in stored]
         if optional:  # nothing in the rows already there says otherwise: NULL is what they had
             spark.sql(f"alter table {table} add columns ({', '.join(f.sql() for f in optional)})")
-    if invocation is not None and invocation.kept:
-        invocation.ensured.add(relation)
+    ensured.add(relation)
 
 
 # Every record and every reservation commits a few rows, a file each. Past this many files, a

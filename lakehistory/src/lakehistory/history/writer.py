@@ -25,9 +25,21 @@ from pyspark.sql import SparkSession
 
 from lakehistory.history import ledger, lock, records
 from lakehistory.history.transactions import compact_tables
-from lakehistory.invocation import Invocation, RecoveredBatch
+from lakehistory.invocation import Invocation
 
-Recovered = set[RecoveredBatch]
+# A batch a recovery recorded: (history table, source table, batch id).
+Recovered = set[tuple[str, str | None, str | None]]
+
+
+@dataclass
+class Recoveries:
+    """An invocation's part (invocation.py), per transactions table: whether its first recovery
+    read the table afresh, the batches its recoveries recorded, and what the table held for every
+    history table at its first idle check."""
+
+    read_afresh: set[str] = field(default_factory=set)
+    recovered: dict[str, Recovered] = field(default_factory=dict)
+    recorded_at_start: dict[str, dict[str, ledger.Recorded]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,7 +100,7 @@ class Writer:
         from what the invocation read at its start (landing/run_reads.py), before another model's
         recovery recorded it: it is not applied."""
         with self.invocation.mutex:
-            return set(self.invocation.recovered.get(self.transactions, ()))
+            return set(self.invocation.part(Recoveries).recovered.get(self.transactions, ()))
 
     def recorded_at_start(self, spark: SparkSession, target: str) -> ledger.Recorded:
         """What the transactions table holds for `target`, as the invocation's first idle check
@@ -97,12 +109,11 @@ class Writer:
         make its commits look unrecorded, and the run then checks them again under the lock."""
         invocation = self.invocation
         with invocation.mutex:
-            known = invocation.recorded_at_start.get(self.transactions, {})
+            read = invocation.part(Recoveries).recorded_at_start
+            known = read.get(self.transactions, {})
             if not invocation.kept or target not in known:
                 tables = sorted({*self.history_tables, target})
-                known = invocation.recorded_at_start[self.transactions] = ledger.recorded_for(
-                    spark, self.transactions, tables
-                )
+                known = read[self.transactions] = ledger.recorded_for(spark, self.transactions, tables)
             return known.pop(target)
 
     def _recover_others(
@@ -115,8 +126,8 @@ class Writer:
         next: read in the same scan as the others' (ledger.recorded_for), None once a recording
         changed it. An invocation's first recovery reads the transactions table afresh (it may
         have been changed by hand since the process last read it) and compacts it."""
-        invocation = self.invocation
-        if self.transactions not in invocation.read_afresh:
+        done = self.invocation.part(Recoveries)
+        if self.transactions not in done.read_afresh:
             compact_tables(spark, self.transactions)
             ledger.forget(self.transactions)
         every = lock.must_check_every_table()
@@ -132,7 +143,7 @@ class Writer:
                 txns = ledger.recover(spark, self.transactions, table, self.uuid_sql, state)[1]
                 recovered += [(table, t) for t in txns]
             lock.unrecorded.discard(table)
-        invocation.read_afresh.add(self.transactions)
+        done.read_afresh.add(self.transactions)
         if every:
             lock.checked_every_table()
         self._note_recovered(recovered)
@@ -140,5 +151,5 @@ class Writer:
 
     def _note_recovered(self, txns: list[tuple[str, ledger.Txn]]) -> None:
         with self.invocation.mutex:
-            noted = self.invocation.recovered.setdefault(self.transactions, set())
+            noted = self.invocation.part(Recoveries).recovered.setdefault(self.transactions, set())
             noted.update((table, t.source_table, t.batch_id) for table, t in txns)

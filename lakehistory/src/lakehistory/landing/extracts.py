@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -72,9 +73,17 @@ def captured_day(spark: SparkSession, transactions: str | None, snapshot: str | 
     return dt.date.fromisoformat(latest) if latest is not None else None
 
 
+@dataclass
+class StagedSyncs:
+    """An invocation's part (invocation.py): per snapshot, the sync of the extract it captures
+    in this run, None for an extract of no sync or one captured already."""
+
+    of: dict[str, SyncOf | None] = field(default_factory=dict)
+
+
 def staged_sync(invocation: Invocation, snapshot: str) -> SyncOf | None:
     """The sync of the extract `snapshot` captures in this run (stage_next_extract), if any."""
-    return invocation.staged_syncs.get(snapshot)
+    return invocation.part(StagedSyncs).of.get(snapshot)
 
 
 def _sync_of(spark: SparkSession, path: str, table: str) -> SyncOf | None:
@@ -184,7 +193,7 @@ def stage_next_extract(
         )
     pick = todo[0] if todo else (days[-1] if days else None)
     if snapshot is not None and invocation is not None:
-        invocation.staged_syncs[snapshot] = _sync_of(spark, pick[1], table) if todo and pick else None
+        invocation.part(StagedSyncs).of[snapshot] = _sync_of(spark, pick[1], table) if todo and pick else None
     if pick is None:
         schema = ", ".join(
             [f"{q(c)} {t}" for c, t in columns] + [f"{EXTRACTED_AT} timestamp", f"{EXTRACTED_BY} string"]

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakehistory.invocation import Invocation, Stream
+from lakehistory.invocation import Invocation
 
 from .manifests import Landed, read_landed
 from .spec import BatchError, batch_error
@@ -33,12 +34,23 @@ from .syncs import SyncOf, gather
 # The other dbt threads wait for the first one's reads rather than repeat them.
 _lock = threading.Lock()
 
+Stream = tuple[str, str, str | None]  # landing root, table, history table
+
+
+@dataclass
+class Answers:
+    """An invocation's part (invocation.py), per transactions table: the answer of every landed
+    table its first staging read (each taken once), and the syncs of the batches pending then."""
+
+    landed: dict[str | None, dict[Stream, Landed | BatchError]] = field(default_factory=dict)
+    syncs: dict[str | None, dict[str, SyncOf]] = field(default_factory=dict)
+
 
 def known(invocation: Invocation) -> bool:
     """For `lakehistory.landing_batches` (lakehistory.door): whether this invocation's first staging has
     read the landing (the macro then sends no table list). No statement runs."""
     with _lock:
-        return invocation.kept and bool(invocation.landing)
+        return invocation.kept and bool(invocation.part(Answers).landed)
 
 
 def landed(
@@ -59,15 +71,15 @@ def landed(
     `run_tables`; the pending syncs of the tables a run's syncs name are read with its own."""
     if not invocation.kept:
         return None
+    read = invocation.part(Answers)
     with _lock:
-        if transactions not in invocation.landing:
+        if transactions not in read.landed:
             if not run_tables:
                 return None
             streams = {(str(t[0]), str(t[1]), (str(t[2]) if len(t) > 2 else "") or None) for t in run_tables}
             project = {(str(t[0]), str(t[1])): str(t[2]) for t in project_tables}
-            answers, syncs = _read(spark, transactions, streams, project)
-            invocation.landing[transactions], invocation.pending_syncs[transactions] = answers, syncs
-        found = invocation.landing[transactions].pop((landing_root, table, history or None), None)
+            read.landed[transactions], read.syncs[transactions] = _read(spark, transactions, streams, project)
+        found = read.landed[transactions].pop((landing_root, table, history or None), None)
     if isinstance(found, BatchError):
         raise found
     return found
@@ -77,7 +89,7 @@ def pending_syncs(invocation: Invocation, transactions: str | None) -> dict[str,
     """The syncs of every batch the invocation's landed tables had pending when its first staging
     read them (empty when none did): a sync's id is reserved with those of the syncs before it."""
     with _lock:
-        return dict(invocation.pending_syncs.get(transactions, {}))
+        return dict(invocation.part(Answers).syncs.get(transactions, {}))
 
 
 def _read(
