@@ -16,6 +16,7 @@ waiting for their record (records.py).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ class Recoveries:
     read_afresh: set[str] = field(default_factory=set)
     recovered: dict[str, Recovered] = field(default_factory=dict)
     recorded_at_start: dict[str, dict[str, ledger.Recorded]] = field(default_factory=dict)
+    # the first idle check's threads wait for its read rather than repeat it
+    reading: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
 @dataclass(frozen=True)
@@ -107,13 +110,13 @@ class Writer:
         read it for every history table in one scan. The table's own commits come from its own
         model only, which is the caller; a record made since (another model's recovery) can only
         make its commits look unrecorded, and the run then checks them again under the lock."""
-        invocation = self.invocation
-        with invocation.mutex:
-            read = invocation.part(Recoveries).recorded_at_start
-            known = read.get(self.transactions, {})
-            if not invocation.kept or target not in known:
+        done = self.invocation.part(Recoveries)
+        with done.reading:
+            known = done.recorded_at_start.get(self.transactions, {})
+            if not self.invocation.kept or target not in known:
                 tables = sorted({*self.history_tables, target})
-                known = read[self.transactions] = ledger.recorded_for(spark, self.transactions, tables)
+                known = ledger.recorded_for(spark, self.transactions, tables)
+                done.recorded_at_start[self.transactions] = known
             return known.pop(target)
 
     def _recover_others(
