@@ -47,6 +47,8 @@ class Recoveries:
 
 @dataclass(frozen=True)
 class Writer:
+    """The writer of `transactions` for one dbt invocation (the module's docstring says what it does)."""
+
     transactions: str
     lock: str
     uuid_sql: str
