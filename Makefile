@@ -8,7 +8,7 @@ DEMO_DIR := integration_tests
 DBT := $(BIN)/dbt --no-use-colors
 DBT_DEMO = --project-dir $(DEMO_DIR) --profiles-dir $(DEMO_DIR)
 
-.PHONY: demo test setup setup-test lint test-python test-adapter test-slow test-cluster docs bench clean
+.PHONY: demo test setup setup-test lint test-python test-adapter test-slow test-cluster test-compat docs bench clean
 
 LANDING := $(LAKEHISTORY_HOME)/landing
 # The demo source: the five CRMP tables; meta_history and meta_vars arrive as daily full extracts
@@ -68,6 +68,12 @@ test-adapter: setup
 # not share one process.
 test-cluster: setup
 	$(BIN)/python -m pytest -m connect
+
+# The support matrix (README "Where it runs"): each combination of setup/compat in a virtual
+# environment of its own, from nothing: its engine tests and the demo's first daily build.
+# COMPAT=oldest runs one of them (CI runs that one after `make test`).
+test-compat: setup
+	$(BIN)/python -m lakehistory_tools.compat $(COMPAT)
 
 docs: setup
 	$(DBT) deps $(DBT_DEMO) --quiet

@@ -12,8 +12,9 @@ import pytest
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
-# The Delta Lake jars that the repository's setup caches (setup/bootstrap.sh).
-JARS = ("io.delta_delta-spark_4.2_2.13-4.4.0.jar", "io.delta_delta-storage-4.4.0.jar")
+# The Delta Lake jars that the repository's setup caches for the installed delta-spark and pyspark
+# (setup/bootstrap.sh: lakehistory.runtime.jars keeps them alone in jars/delta).
+DELTA_JARS = "jars/delta"
 
 # The engine sized for the suite's few rows per query, as the repository's own tests size theirs
 # (LAKEHISTORY_TINY_DATA in its profiles.yml, the JVM flags in lakehistory/tests/harness.py): one
@@ -43,10 +44,9 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def dbt_profile_target(tmp_path_factory: pytest.TempPathFactory) -> dict:
     home = Path(os.environ.get("LAKEHISTORY_HOME") or Path(__file__).resolve().parents[2] / ".local")
-    jars = [home / "jars" / name for name in JARS]
-    missing = [str(jar) for jar in jars if not jar.is_file()]
-    if missing:
-        raise FileNotFoundError(f"Delta Lake jars not found: {', '.join(missing)} (run `make setup` first)")
+    jars = sorted((home / DELTA_JARS).glob("*.jar"))
+    if not jars:
+        raise FileNotFoundError(f"Delta Lake jars not found in {home / DELTA_JARS} (run `make setup` first)")
     lakehouse = tmp_path_factory.mktemp("lakehouse")
     return {
         "type": "sparksession",

@@ -89,3 +89,16 @@ def test_the_engine_imports_only_downwards() -> None:
             if _layer(imported) > own:
                 upward.append(f"{'.'.join(parts)} imports {imported}")
     assert not upward
+
+
+def test_one_version_everywhere() -> None:
+    """The repository's VERSION is the three distributions' (each reads it through a link), the
+    dbt package's and the demo's, and the changelog has a section for it."""
+    version = (REPO_ROOT / "VERSION").read_text().strip()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), "VERSION is semver: MAJOR.MINOR.PATCH"
+    for distribution in ("lakehistory", "dbt-sparksession", "tools"):
+        assert (REPO_ROOT / distribution / "VERSION").resolve() == (REPO_ROOT / "VERSION").resolve()
+        assert 'dynamic = ["version"]' in (REPO_ROOT / distribution / "pyproject.toml").read_text()
+    for project in (REPO_ROOT / "dbt_project.yml", REPO_ROOT / "integration_tests" / "dbt_project.yml"):
+        assert re.search(rf'^version: "{re.escape(version)}"', project.read_text(), re.M), project
+    assert re.search(rf"^## {re.escape(version)}\b", (REPO_ROOT / "CHANGELOG.md").read_text(), re.M)

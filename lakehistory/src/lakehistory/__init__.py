@@ -1,3 +1,5 @@
 """lakehistory: full-fidelity history tables from change batches (dbt on Spark and Delta Lake)."""
 
-__version__ = "0.1.0"
+from importlib import metadata
+
+__version__ = metadata.version("lakehistory")  # the repository's VERSION, as installed

@@ -13,6 +13,7 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from harness import REPO_ROOT, DbtProject
 from lakehistory.runtime import jars
+from lakehistory.runtime.paths import jar_dir
 
 
 def lookup(context: dict, strategy: str):
@@ -92,10 +93,12 @@ def test_seed_cells_travel_as_text(value, text) -> None:
 
 
 def test_profile_loads_exactly_the_cached_jars() -> None:
-    """Delta's always, Hadoop's S3A connector only when the lakehouse or the landing is on S3."""
+    """Delta's always (the folder that holds the installed release's alone), Hadoop's S3A connector
+    only when the lakehouse or the landing is on S3."""
     profile = (REPO_ROOT / "integration_tests" / "profiles.yml").read_text()
     always, _, on_s3 = profile.partition("{%- if env_var('LAKEHISTORY_S3A'")
-    assert sorted(re.findall(r"\{\{ jars \}\}([^,\s{]+\.jar)", always)) == sorted(jars.REQUIRED)
+    assert re.findall(r"\{\{ jars \}\}([^,\s{]+\.jar)", always) == [f"{jars.DELTA_FOLDER}/*.jar"]
+    assert sorted(p.name for p in (jar_dir() / jars.DELTA_FOLDER).iterdir()) == sorted(jars.required())
     on_s3 = on_s3.partition("{%- endif %}")[0]
     assert sorted(re.findall(r"\{\{ jars \}\}([^,\s{]+\.jar)", on_s3)) == sorted(jars.OBJECT_STORE)
 

@@ -29,7 +29,7 @@ def test_the_defaults_are_the_embedded_single_machine(tmp_path: Path) -> None:
     assert given["--master"] == "local[2]"
     assert given["--driver-memory"] == "4g"
     assert not {"--executor-memory", "--executor-cores", "--total-executor-cores"} & given.keys()
-    assert [Path(j).name for j in given["--jars"].split(",")] == list(jars.REQUIRED)
+    assert [Path(j).name for j in given["--jars"].split(",")] == list(jars.required())
     conf = confs(command)
     assert conf["spark.connect.grpc.binding.address"] == conf["spark.driver.host"] == "127.0.0.1"
     assert conf["spark.sql.warehouse.dir"] == str(tmp_path / "warehouse")
@@ -54,7 +54,7 @@ def test_a_cluster_master_with_executor_settings_shared_warehouse_and_metastore(
     assert given["--master"] == "spark://spark-master:7077"
     assert (given["--executor-memory"], given["--executor-cores"], given["--total-executor-cores"]) == ("2g", "1", "4")
     # shipped to every executor, S3A's with Delta's for the s3a:// warehouse
-    assert [Path(j).name for j in given["--jars"].split(",")] == list(jars.FOR_OBJECT_STORE)
+    assert [Path(j).name for j in given["--jars"].split(",")] == list(jars.for_object_store())
     conf = confs(command)
     assert conf["spark.connect.grpc.binding.port"] == "16002"
     assert conf["spark.connect.grpc.binding.address"] == "10.0.0.5"

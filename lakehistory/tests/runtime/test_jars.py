@@ -1,5 +1,6 @@
 """The Delta jars' download (setup/bootstrap.sh): from a repository laid out as Maven Central is,
-here a folder, kept only when its checksum is the one the project pins."""
+here a folder, kept only when its checksum is the one the project pins, for the installed
+delta-spark and pyspark."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from lakehistory.runtime.paths import jar_dir
 def delta_jars_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The download of the Delta jars stands for all: the S3A connector's SDK bundle alone is
     686 MB, and goes through the same code."""
-    monkeypatch.setattr(jars, "ARTIFACTS", {name: jars.ARTIFACTS[name] for name in jars.REQUIRED})
+    monkeypatch.setattr(jars, "OBJECT_STORE", {})
 
 
 def repository_with(folder: Path, content: dict[str, bytes]) -> str:
     """A repository in Maven's layout holding `content` (jar name -> bytes), as a file: URL."""
     for name, body in content.items():
-        path = folder / jars.ARTIFACTS[name][0]
+        path = folder / jars.artifacts()[name][0]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(body)
     return folder.as_uri()
@@ -30,18 +31,53 @@ def repository_with(folder: Path, content: dict[str, bytes]) -> str:
 
 def test_the_pinned_jars_are_downloaded_into_an_empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cached = jar_dir()  # this checkout's jars, which bootstrap downloaded from Maven Central
-    content = {name: (cached / name).read_bytes() for name in jars.REQUIRED}
+    content = {name: (cached / name).read_bytes() for name in jars.required()}
     monkeypatch.setenv("LAKEHISTORY_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("LAKEHISTORY_MAVEN_REPOSITORY", repository_with(tmp_path / "repo", content))
     target = jars.ensure()
     assert target == tmp_path / "home" / "jars"
-    assert sorted(p.name for p in target.iterdir()) == sorted(jars.REQUIRED)
+    assert sorted(p.name for p in target.iterdir() if p.is_file()) == sorted(jars.required())
+    assert sorted(p.name for p in (target / "delta").iterdir()) == sorted(jars.required())
     shutil.rmtree(tmp_path / "repo")  # a second call finds them and reads nothing
     assert jars.ensure() == target
 
 
+def test_the_delta_folder_holds_the_installed_release_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switching delta-spark (another virtual environment on the same home, an upgrade) leaves
+    the other release's jars cached, but not in the folder the profile loads."""
+    monkeypatch.setenv("LAKEHISTORY_HOME", str(tmp_path / "home"))
+    now = jars.delta_jars()
+    other = next(r for r in jars.DELTA_RELEASES if r.version != now.version)
+    target = tmp_path / "home" / "jars"
+    (target / "delta").mkdir(parents=True)
+    for name in (*other.artifacts, *now.artifacts):
+        (target / name).write_bytes(name.encode())
+        if name in other.artifacts:
+            (target / "delta" / name).write_bytes(name.encode())
+    jars.ensure()
+    assert sorted(p.name for p in (target / "delta").iterdir()) == sorted(now.artifacts)
+    assert all((target / name).is_file() for name in other.artifacts)
+
+
+def test_a_combination_without_pinned_jars_is_named() -> None:
+    with pytest.raises(SystemExit) as refused:
+        jars.delta_jars("4.4.0", "4.3.0")
+    assert "delta-spark 4.4.0 with pyspark 4.3.0" in str(refused.value)
+    assert "delta-spark 4.0.1 with pyspark 4.0" in str(refused.value)
+
+
+def test_each_release_names_its_jars_as_maven_central_does() -> None:
+    oldest = jars.delta_jars("4.0.1", "4.0.2")
+    assert list(oldest.artifacts) == ["io.delta_delta-spark_2.13-4.0.1.jar", "io.delta_delta-storage-4.0.1.jar"]
+    assert oldest.artifacts["io.delta_delta-spark_2.13-4.0.1.jar"][0] == (
+        "io/delta/delta-spark_2.13/4.0.1/delta-spark_2.13-4.0.1.jar"
+    )
+    newer = jars.delta_jars("4.4.0", "4.2.0")
+    assert list(newer.artifacts)[0] == "io.delta_delta-spark_4.2_2.13-4.4.0.jar"
+
+
 def test_a_jar_whose_checksum_differs_is_refused_and_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tampered = {name: b"not the jar the project pins" for name in jars.REQUIRED}
+    tampered = {name: b"not the jar the project pins" for name in jars.required()}
     monkeypatch.setenv("LAKEHISTORY_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("LAKEHISTORY_MAVEN_REPOSITORY", repository_with(tmp_path / "repo", tampered))
     with pytest.raises(SystemExit) as refused:

@@ -63,7 +63,7 @@ class ServerSettings:
     @property
     def jars(self) -> tuple[str, ...]:
         on_s3 = self.s3a or (self.warehouse or "").startswith("s3a://")
-        return jars.FOR_OBJECT_STORE if on_s3 else jars.REQUIRED
+        return jars.for_object_store() if on_s3 else jars.required()
 
 
 def server_conf(settings: ServerSettings) -> dict[str, str]:

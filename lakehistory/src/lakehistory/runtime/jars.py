@@ -13,31 +13,104 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sys
 import urllib.request
+from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from lakehistory.runtime.paths import jar_dir
 
-# delta-spark's wheel and jars must match; 4.4.0 is the newest release whose jars are on Maven
-# Central for Spark 4.2 (the artifact name carries the Spark minor since Delta 4.1).
-DELTA_VERSION = "4.4.0"
-SPARK_MINOR = "4.2"
 SCALA = "2.13"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
-# Spark ships every other dependency itself (Hadoop, Parquet, Jackson, Scala). The file names are
-# those Spark's resolver gave them (`group_artifact-version.jar`), which the profiles list.
-ARTIFACTS = {
-    f"io.delta_delta-spark_{SPARK_MINOR}_{SCALA}-{DELTA_VERSION}.jar": (
-        f"io/delta/delta-spark_{SPARK_MINOR}_{SCALA}/{DELTA_VERSION}/delta-spark_{SPARK_MINOR}_{SCALA}-{DELTA_VERSION}.jar",
+
+
+@dataclass(frozen=True)
+class DeltaJars:
+    """Delta's two jars for one delta-spark release built for one Spark minor version, with the
+    SHA-256 of each (checked against Maven Central's SHA-1 when they were written here)."""
+
+    version: str
+    spark_minor: str
+    artifact: str  # Delta 4.0 names its jar for Scala only, later releases for Spark and Scala
+    spark_sha256: str
+    storage_sha256: str
+
+    @property
+    def artifacts(self) -> dict[str, tuple[str, str]]:
+        v = self.version
+        return {
+            f"io.delta_{self.artifact}-{v}.jar": (
+                f"io/delta/{self.artifact}/{v}/{self.artifact}-{v}.jar",
+                self.spark_sha256,
+            ),
+            f"io.delta_delta-storage-{v}.jar": (
+                f"io/delta/delta-storage/{v}/delta-storage-{v}.jar",
+                self.storage_sha256,
+            ),
+        }
+
+
+_STORAGE_4_0_1 = "ecc42c5aaa51c423312d9e4e48aa4a12b34740bf2c37de0e8f279277ec3d12e4"
+_STORAGE_4_4_0 = "c46735481fa8e326b0957be02b4420cbcab4b325bb08009b7f2045a95133f1cc"
+# Every delta-spark release and Spark minor the package declares (README "Where it runs"): the
+# wheel and the jars must be of one release, and a release's jar is built for one Spark minor.
+DELTA_RELEASES = (
+    DeltaJars(
+        "4.0.1",
+        "4.0",
+        f"delta-spark_{SCALA}",
+        "a1e76860b19fe1e6b205a4ea7a9099a2f9575d39bb71d49b3e679b299d0efb91",
+        _STORAGE_4_0_1,
+    ),
+    DeltaJars(
+        "4.4.0",
+        "4.0",
+        f"delta-spark_4.0_{SCALA}",
+        "49e899667168b9412f83cbe894ce264107d7b896d6c5e12edca4e216845c1104",
+        _STORAGE_4_4_0,
+    ),
+    DeltaJars(
+        "4.4.0",
+        "4.1",
+        f"delta-spark_4.1_{SCALA}",
+        "75a9400986853c061f5109f012547de2545a5759e5e752e5ef633dabe16a4f10",
+        _STORAGE_4_4_0,
+    ),
+    DeltaJars(
+        "4.4.0",
+        "4.2",
+        f"delta-spark_4.2_{SCALA}",
         "27d4fd8b1f879535c573ed1c718177d6a27f24d3e626ba02e216369725721ead",
+        _STORAGE_4_4_0,
     ),
-    f"io.delta_delta-storage-{DELTA_VERSION}.jar": (
-        f"io/delta/delta-storage/{DELTA_VERSION}/delta-storage-{DELTA_VERSION}.jar",
-        "c46735481fa8e326b0957be02b4420cbcab4b325bb08009b7f2045a95133f1cc",
-    ),
-}
-REQUIRED = tuple(ARTIFACTS)
+)
+# The Delta jars a Spark session of this project loads: a folder of `jar_dir()` holding those of
+# the installed delta-spark and pyspark only (ensure() keeps it so), which the profile names by
+# a glob, so that one profile serves every supported combination.
+DELTA_FOLDER = "delta"
+
+
+def installed_versions() -> tuple[str, str]:
+    """(delta-spark's version, pyspark's) as installed."""
+    return metadata.version("delta-spark"), metadata.version("pyspark")
+
+
+def delta_jars(delta: str | None = None, spark: str | None = None) -> DeltaJars:
+    """The jars of delta-spark `delta` for pyspark `spark` (default: the installed ones)."""
+    if delta is None or spark is None:
+        delta, spark = installed_versions()
+    minor = ".".join(spark.split(".")[:2])
+    for release in DELTA_RELEASES:
+        if release.version == delta and release.spark_minor == minor:
+            return release
+    supported = ", ".join(f"delta-spark {r.version} with pyspark {r.spark_minor}" for r in DELTA_RELEASES)
+    raise SystemExit(
+        f"setup: lakehistory has no Delta jars pinned for delta-spark {delta} with pyspark {spark};"
+        f" install one of the combinations it supports: {supported}"
+    )
+
 
 # Hadoop's S3A connector, for a lakehouse and landing on object storage (s3a:// URIs): hadoop-aws
 # of the Hadoop Spark ships (3.5.0), with the AWS SDK bundle and the S3 input stream its pom
@@ -61,18 +134,31 @@ OBJECT_STORE = {
         "4959a9747cbb479c73c3ffbcd479bee5b014f8b2880994585a8693fb9d24675e",
     ),
 }
-ARTIFACTS.update(OBJECT_STORE)
-FOR_OBJECT_STORE = (*REQUIRED, *OBJECT_STORE)
 
 
-def missing(directory: Path) -> list[str]:
-    return [name for name in ARTIFACTS if not (directory / name).is_file()]
+def artifacts() -> dict[str, tuple[str, str]]:
+    """Every jar the project caches for the installed combination: Delta's, then S3A's."""
+    return {**delta_jars().artifacts, **OBJECT_STORE}
 
 
-def download(name: str, target: Path, repository: str) -> None:
-    """One jar into `target`, streamed to disk and hashed on the way, kept under its final name
-    only once its checksum matched."""
-    path, sha256 = ARTIFACTS[name]
+def required() -> tuple[str, ...]:
+    """The jars every session loads: Delta's, for the installed delta-spark and pyspark."""
+    return tuple(delta_jars().artifacts)
+
+
+def for_object_store() -> tuple[str, ...]:
+    """The jars a session on object storage loads: Delta's and Hadoop's S3A connector."""
+    return (*required(), *OBJECT_STORE)
+
+
+def missing(directory: Path, wanted: dict[str, tuple[str, str]]) -> list[str]:
+    return [name for name in wanted if not (directory / name).is_file()]
+
+
+def download(name: str, artifact: tuple[str, str], target: Path, repository: str) -> None:
+    """One jar (its path in the repository and SHA-256) into `target` as `name`, streamed to disk
+    and hashed on the way, kept under its final name only once its checksum matched."""
+    path, sha256 = artifact
     url = f"{repository.rstrip('/')}/{path}"
     partial = target / f".{name}.partial"
     digest = hashlib.sha256()
@@ -91,17 +177,37 @@ def download(name: str, target: Path, repository: str) -> None:
 
 
 def ensure() -> Path:
+    """The jars of the installed combination cached in `jar_dir()`, and its `delta` folder holding
+    exactly the installed delta-spark's (linked from the cache, so that switching versions back
+    and forth downloads nothing twice)."""
     target = jar_dir()
-    if not missing(target):
-        print(f"setup: Delta Lake {DELTA_VERSION} and S3A {HADOOP_VERSION} jars cached in {target}")
-        return target
-    repository = os.environ.get("LAKEHISTORY_MAVEN_REPOSITORY", MAVEN_CENTRAL)
-    print(f"setup: downloading Delta Lake {DELTA_VERSION} and S3A {HADOOP_VERSION} jars from {repository} (once)")
-    target.mkdir(parents=True, exist_ok=True)
-    for name in missing(target):
-        download(name, target, repository)
-    print(f"setup: jars cached in {target}")
+    delta = delta_jars()
+    wanted = artifacts()
+    what = f"Delta Lake {delta.version} (Spark {delta.spark_minor}) and S3A {HADOOP_VERSION} jars"
+    if missing(target, wanted):
+        repository = os.environ.get("LAKEHISTORY_MAVEN_REPOSITORY", MAVEN_CENTRAL)
+        print(f"setup: downloading {what} from {repository} (once)")
+        target.mkdir(parents=True, exist_ok=True)
+        for name in missing(target, wanted):
+            download(name, wanted[name], target, repository)
+    _select(target, tuple(delta.artifacts))
+    print(f"setup: {what} cached in {target}")
     return target
+
+
+def _select(target: Path, names: tuple[str, ...]) -> None:
+    """`target/delta` holds `names` (jars of `target`) and nothing else."""
+    folder = target / DELTA_FOLDER
+    folder.mkdir(exist_ok=True)
+    for stale in folder.iterdir():
+        if stale.name not in names:
+            stale.unlink()
+    for name in names:
+        if not (folder / name).is_file():
+            try:
+                os.link(target / name, folder / name)
+            except OSError:  # another file system, or no hard links there
+                shutil.copyfile(target / name, folder / name)
 
 
 if __name__ == "__main__":

@@ -1,1 +1,3 @@
-version = "0.1.0"
+from importlib import metadata
+
+version = metadata.version("dbt-sparksession")  # the repository's VERSION, as installed
