@@ -71,7 +71,7 @@ test-cluster: setup
 
 # The support matrix (README "Where it runs"): each combination of setup/compat in a virtual
 # environment of its own, from nothing: its engine tests and the demo's first daily build.
-# COMPAT=oldest runs one of them (CI runs that one after `make test`).
+# COMPAT=oldest runs one of them.
 test-compat: setup
 	$(BIN)/python -m lakehistory_tools.compat $(COMPAT)
 
