@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from lakehistory_tools.project import copy_demo_project
 
@@ -58,7 +60,8 @@ class Step:
 
 
 def package_name(requirement: str) -> str:
-    return re.split(r"[=<>~!\[ ;]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    """A requirement line's package name, as pip compares names (`delta_spark` is `delta-spark`)."""
+    return canonicalize_name(Requirement(requirement).name)
 
 
 def pinned_lines(path: Path) -> list[str]:
