@@ -14,18 +14,25 @@ from dbt.adapters.base import ConstraintSupport, PythonJobHelper, available
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.types import ConstraintNotSupported
 from dbt.adapters.spark.column import SparkColumn
-from dbt.adapters.spark.impl import (
-    LIST_RELATIONS_MACRO_NAME,
-    SCHEMA_NOT_FOUND_MESSAGES,
-    TABLE_OR_VIEW_NOT_FOUND_MESSAGES,
-    SparkAdapter,
-)
+from dbt.adapters.spark.impl import LIST_RELATIONS_MACRO_NAME, SparkAdapter
 from dbt.adapters.sparksession.connections import SparkSessionConnectionManager
 from dbt.adapters.sparksession.python_job import SessionPythonJobHelper
 from dbt.adapters.sparksession.session import active_session
 from dbt_common.contracts.constraints import ColumnLevelConstraint, ConstraintType, ModelLevelConstraint
 from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
+
+
+# How Spark says a schema or a table is missing, from 4.0 on (dbt-spark 1.10 has only the table's
+# list, 1.11 both: the adapter keeps its own so that it runs with either).
+SCHEMA_NOT_FOUND_MESSAGES = (
+    "[SCHEMA_NOT_FOUND]",
+    "Schema not found",
+    "Database not found",
+    "NoSuchNamespaceException",
+    "NoSuchDatabaseException",
+)
+TABLE_OR_VIEW_NOT_FOUND_MESSAGES = ("[TABLE_OR_VIEW_NOT_FOUND]", "Table or view not found", "NoSuchTableException")
 
 
 def _seed_cell(value: Any) -> str | None:
