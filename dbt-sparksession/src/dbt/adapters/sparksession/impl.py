@@ -22,7 +22,6 @@ from dbt_common.contracts.constraints import ColumnLevelConstraint, ConstraintTy
 from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
-
 # How Spark says a schema or a table is missing, from 4.0 on (dbt-spark 1.10 has only the table's
 # list, 1.11 both: the adapter keeps its own so that it runs with either).
 SCHEMA_NOT_FOUND_MESSAGES = (
