@@ -83,7 +83,9 @@ def build_wheels(dist: Path) -> list[Path]:
     shutil.rmtree(dist, ignore_errors=True)
     for distribution in DISTRIBUTIONS:
         command = [sys.executable, "-m", "build", "--outdir", str(dist), str(REPOSITORY / distribution)]
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)  # noqa: S603 - this checkout's build
+        done = subprocess.run(command, capture_output=True, text=True)  # noqa: S603 - this checkout's build
+        if done.returncode:
+            sys.exit(f"compat: `python -m build` of {distribution} failed:\n{done.stdout}{done.stderr}")
     return sorted(dist.glob("*.whl"))
 
 
