@@ -17,7 +17,7 @@ stands). For each, in `$LAKEHISTORY_HOME/compat/NAME`:
    the commit checked out, as `dbt deps` installs it from GitHub.
 It prints a line per combination and step, and exits non-zero when any step failed.
 `--build-only` leaves out step 3 (CI's run of a combination: the first build still runs every
-history model and data test on it, in a few minutes instead of twelve).
+history model and data test on it).
 """
 
 from __future__ import annotations
