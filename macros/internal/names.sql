@@ -109,7 +109,10 @@
       "delta_version",
       "sync_id",
       "commit_json",
-      "schema_changes"
+      "schema_changes",
+      "row_index",
+      "database_id",
+      "visible_at"
     ]
   }) }}
 {% endmacro %}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lakehistory import names
-from lakehistory.history.transactions import COLUMNS as TRANSACTION_COLUMNS
+from lakehistory.history.transactions import TABLE_COLUMNS as TRANSACTION_COLUMNS
 
 MACRO_FILE = Path("macros") / "internal" / "names.sql"
 

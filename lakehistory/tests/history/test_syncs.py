@@ -207,6 +207,7 @@ def test_a_sync_is_visible_only_once_every_table_applied_it_and_the_next_run_com
     engine.land("fail_later", [batch("fail_later", 1, None, {1: "later"})])
     engine.apply("fail_later", COLUMNS, ["id"])
     assert visible(engine, visible_sql) == first, "a later transaction does not make half a sync visible"
+    assert_visibility_recorded(engine, visible_sql)
     inspector = Inspector(engine.project.spark, {}, engine.transactions, "integer")
     inspector.visible_sql, inspector.incomplete_syncs_sql = (
         visible_sql.replace("__AT__", "current_timestamp()"),
@@ -222,6 +223,29 @@ def test_a_sync_is_visible_only_once_every_table_applied_it_and_the_next_run_com
     run(engine, tables, "fail-4")
     assert ids_by_sync(engine, "fail")["fail-s2"] == [(second, "fail_a"), (second, "fail_b")]
     assert visible(engine, visible_sql) == max(engine.ids_of("fail_later"))
+    assert_visibility_recorded(engine, visible_sql)
+
+
+def assert_visibility_recorded(engine: Engine, visible_sql: str) -> None:
+    """Seed 002's columns the recording writes, on every row of the transactions table: a row
+    index of its own; the database id of the transaction's uuid; and `visible_at` exactly when the
+    consistent cut reached the transaction (the cut at that instant includes it, a microsecond
+    before does not), NULL for a transaction not visible yet."""
+    rows = engine.project.rows(
+        f"select txn_id, row_index, database_id, visible_at,"
+        f" date_format(visible_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as at from {engine.transactions}"
+    )
+    assert len({r["row_index"] for r in rows}) == len(rows) and all(r["row_index"] for r in rows)
+    assert {r["database_id"] for r in rows} == {0}
+    now = visible(engine, visible_sql)
+    assert {r["txn_id"] for r in rows if r["visible_at"] is None} == {r["txn_id"] for r in rows if r["txn_id"] > now}
+    became: dict[str, set[int]] = {}
+    for r in rows:
+        if r["at"]:
+            became.setdefault(r["at"], set()).add(r["txn_id"])
+    for at, ids in became.items():
+        assert visible(engine, visible_sql, f"timestamp'{at}'") >= max(ids), (ids, at)
+        assert visible(engine, visible_sql, f"timestamp'{at}' - interval 1 microsecond") < min(ids), (ids, at)
 
 
 KILL_PLAN = {1: ["a", "b"], 2: ["a", "b"]}
@@ -361,3 +385,64 @@ def test_what_a_landing_says_of_its_syncs() -> None:
     ):
         with pytest.raises(BatchError, match=re.escape(said)):
             parse_sidecar("2024-01-01.sync.json", content, "m")
+
+
+def test_a_transactions_table_of_the_earlier_layout_gains_the_recording_columns_with_their_values(
+    engine: Engine,
+) -> None:
+    """A transactions table made before the row index, database id and visibility existed: the
+    next run adds them and fills them from its rows (the half-applied sync not visible, nor the
+    transaction after it); the row that completes the sync then makes both visible at once, when
+    the last of them was done."""
+    spark = engine.project.spark
+    schema = engine.transactions.rsplit(".", 1)[0]
+    old = f"{schema}.`earlier_transactions`"
+    earlier = tuple(f for f in transactions.LAYOUT if f.name not in transactions.RECORDING_COLUMNS)
+    spark.sql(transactions.create_sql(old, earlier))
+    spark.sql(transactions.create_sql(transactions.syncs_relation(old), transactions.SYNCS_LAYOUT))
+    uuid = "'00000000-0000-4000-8000-00000000002a'"  # database id 42
+
+    def row(txn_id: int, table: str, committed: str, sync: str | None) -> str:
+        sync_sql = f"'{sync}'" if sync else "null"
+        return (
+            f"select {txn_id}, {uuid}, 'batch', '{table}', 'h_{table}', 'b{txn_id}', {txn_id}, null, null, null,"
+            f" timestamp'2024-03-0{txn_id} 00:00:00', timestamp'{committed}', 1, 1, 0, 0, 0, {txn_id},"
+            f" {sync_sql}, null, null"
+        )
+
+    spark.sql(
+        f"insert into {old} ({transactions.column_list()}) "
+        + " union all ".join(
+            [
+                row(1, "x", "2024-03-01 10:00:00", None),
+                row(2, "a", "2024-03-02 10:00:00", "s2"),
+                row(3, "x", "2024-03-03 10:00:00", None),
+            ]
+        )
+    )
+    spark.sql(
+        f"insert into {transactions.syncs_relation(old)} select 2, 's2', 2, array('a', 'b'), null, null,"
+        " timestamp'2024-03-02 00:00:00', timestamp'2024-03-02 00:00:00', null"
+    )
+    transactions.ensure_transactions_table(spark, old)
+    filled = [
+        tuple(r)
+        for r in spark.sql(
+            f"select txn_id, row_index, database_id, cast(visible_at as string) from {old} order by txn_id"
+        ).collect()
+    ]
+    assert filled == [(1, 1, 42, "2024-03-01 10:00:00"), (2, 2, 42, None), (3, 3, 42, None)]
+    completing = spark.sql(row(2, "b", "2024-03-04 10:00:00", "s2")).toDF(*transactions.COLUMNS)
+    ledger.insert_transactions(spark, old, completing, 2)
+    done = [
+        tuple(r)
+        for r in spark.sql(
+            f"select txn_id, history_table, row_index, cast(visible_at as string) from {old} order by row_index"
+        ).collect()
+    ]
+    assert done == [
+        (1, "h_x", 1, "2024-03-01 10:00:00"),
+        (2, "h_a", 2, "2024-03-04 10:00:00"),
+        (3, "h_x", 3, "2024-03-04 10:00:00"),
+        (2, "h_b", 4, "2024-03-04 10:00:00"),
+    ]

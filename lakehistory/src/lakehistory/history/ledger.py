@@ -24,7 +24,15 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 
 from lakehistory.history import lock
 from lakehistory.history.session import session_conf
-from lakehistory.history.transactions import COLUMNS, OPERATION_SYNC_PREFIX, syncs_relation
+from lakehistory.history.transactions import (
+    ABANDON,
+    COLUMNS,
+    LAYOUT,
+    OPERATION_SYNC_PREFIX,
+    TABLE_COLUMNS,
+    syncs_relation,
+)
+from lakehistory.history.uuids import database_id_sql
 from lakehistory.sql import q
 
 COMMIT_KEY = "lakehistory"
@@ -72,27 +80,31 @@ class TransactionTakenError(RuntimeError):
 def insert_transactions(
     spark: SparkSession, transactions: str, rows: DataFrame, first_id: int, recorded: Sequence[tuple[Any, ...]] = ()
 ) -> None:
-    """Record the transactions `rows` (the transactions table's columns, in order; ids from
-    `first_id` on) in one commit, only if none of their ids is recorded yet, but by another table
-    of the same sync: the fence behind the writer lock. An id already there fails the statement,
-    so nothing of it is written; a writer that records at the same moment makes Delta refuse one
-    of the two commits, since each reads the part of the table it could clash with (ids from
-    `first_id` on, which also lets Delta skip every older file). `recorded`: the rows as
-    _ROW_SCHEMA tuples, to keep what this process knows of the table (_Known) up to date;
-    without them, it reads the table again."""
+    """Record the transactions `rows` (the columns a writer gives, transactions.COLUMNS, in order;
+    ids from `first_id` on) in one commit, only if none of their ids is recorded yet, but by
+    another table of the same sync: the fence behind the writer lock. An id already there fails
+    the statement, so nothing of it is written; a writer that records at the same moment makes
+    Delta refuse one of the two commits, since each reads the part of the table it could clash
+    with (ids from `first_id` on, which also lets Delta skip every older file). The same commit
+    gives the rows their index and database id, and marks the transactions these rows make
+    visible (_recording_source). `recorded`: the rows as _ROW_SCHEMA tuples, to keep what this
+    process knows of the table (_Known) up to date; without them, it reads the table again."""
     known = _known.pop(transactions, None)
-    columns = ", ".join(q(c) for c in COLUMNS)
+    columns = ", ".join(q(c) for c in TABLE_COLUMNS)
+    values = ", ".join(f"s.{q(c)}" for c in TABLE_COLUMNS)
     taken = "raise_error(concat('lakehistory: transaction ', cast(s.`txn_id` as string), ' is already recorded'))"
     other_table_of_sync = "coalesce(s.`sync_id` = t.`sync_id` and s.`history_table` != t.`history_table`, false)"
     try:
-        with session_conf(spark, {MERGE_SOURCE_COPY: "none"}):  # the rows are data in memory
+        with session_conf(spark, {MERGE_SOURCE_COPY: "none"}):  # a fixed source: rows in memory, one table version
             spark.sql(
                 f"""
                 merge into {transactions} as t
-                using {{rows}} as s
-                on t.`txn_id` = s.`txn_id` and t.`txn_id` >= {int(first_id)} and not ({other_table_of_sync})
-                when matched then update set t.`operation` = {taken}
-                when not matched then insert ({columns}) values ({", ".join(f"s.{q(c)}" for c in COLUMNS)})
+                using ({_recording_source(transactions)}) as s
+                on t.`txn_id` = s.`txn_id` and t.`txn_id` >= {int(first_id)}
+                    and (s.`_lh_new` and not ({other_table_of_sync}) or not s.`_lh_new` and t.`visible_at` is null)
+                when matched and s.`_lh_new` then update set t.`operation` = {taken}
+                when matched then update set t.`visible_at` = s.`visible_at`
+                when not matched and s.`_lh_new` then insert ({columns}) values ({values})
                 """,
                 rows=rows.toDF(*COLUMNS),
             )
@@ -108,6 +120,109 @@ def insert_transactions(
         ) from None
     if known is not None and recorded:
         _known[transactions] = known.after(recorded)
+
+
+def _recording_source(transactions: str) -> str:
+    """The MERGE source of insert_transactions: the new rows `{rows}` (`_lh_new`), each with its
+    row index (after the table's last), its database id (from its uuid) and, when it is visible
+    at once, when it became visible; and a row (not `_lh_new`) for each recorded transaction
+    these rows make visible.
+
+    A transaction is visible once it is done (every table of its sync recorded it, or the sync
+    was given up; a transaction of one table, when recorded) and every transaction before it is:
+    the consistent cut of lakehistory.version_at_sql, so it became visible at the latest time any
+    of them was done. Only the transactions after the last visible one are read."""
+    syncs = syncs_relation(transactions)
+    new_columns = ", ".join(f"i.{q(c)}" for c in COLUMNS)
+    none_columns = ", ".join(
+        f"cast(null as {f.sql_type}) as {q(f.name)}" if f.name != "txn_id" else "v.`txn_id`"
+        for f in LAYOUT
+        if f.name in COLUMNS
+    )
+    row_order = "i.`txn_id`, i.`history_table`, i.`operation`, i.`batch_id`"
+    return f"""
+        with incoming as (select * from {{rows}}),
+        before as (
+            select
+                coalesce(max(`row_index`), 0) as `last_index`,
+                coalesce(max(case when `visible_at` is not null then `txn_id` end), 0) as `last_visible`,
+                max(`visible_at`) as `visible_since`
+            from {transactions}
+        ),
+        since as (
+            select t.`txn_id`, t.`operation`, t.`source_table`, t.`history_table`, t.`committed_at`
+            from {transactions} as t cross join before as b
+            where t.`txn_id` > b.`last_visible`
+            union all
+            select `txn_id`, `operation`, `source_table`, `history_table`, `committed_at` from incoming
+        ),
+        recorded as (
+            select
+                `txn_id`,
+                max(`committed_at`) as `last_at`,
+                min(case when `operation` = '{ABANDON}' then `committed_at` end) as `abandoned_at`,
+                array_union(collect_set(`source_table`), collect_set(`history_table`)) as `tables`
+            from since
+            group by `txn_id`
+        ),
+        done as (
+            select
+                coalesce(r.`txn_id`, y.`txn_id`) as `txn_id`,
+                case
+                    when r.`abandoned_at` is not null then r.`abandoned_at`
+                    when y.`txn_id` is null or size(array_except(y.`tables`, r.`tables`)) = 0 then r.`last_at`
+                end as `done_at`
+            from recorded as r
+            full join (
+                select y.`txn_id`, y.`tables`
+                from {syncs} as y cross join before as b
+                where y.`txn_id` > b.`last_visible`
+            ) as y on r.`txn_id` = y.`txn_id`
+        ),
+        visible as (
+            select `txn_id`, `visible_at` from (
+                select
+                    d.`txn_id`,
+                    greatest(max(d.`done_at`) over w, b.`visible_since`) as `visible_at`,
+                    count(*) over w - count(d.`done_at`) over w as `waiting`
+                from done as d cross join before as b
+                window w as (order by d.`txn_id` rows between unbounded preceding and current row)
+            )
+            where `waiting` = 0
+        )
+        select
+            {new_columns},
+            b.`last_index` + row_number() over (order by {row_order}) as `row_index`,
+            {database_id_sql("i.`txn_uuid`")} as `database_id`,
+            v.`visible_at`,
+            true as `_lh_new`
+        from incoming as i
+        cross join before as b
+        left join visible as v on i.`txn_id` = v.`txn_id`
+        union all
+        select {none_columns}, null, null, v.`visible_at`, false
+        from visible as v
+    """
+
+
+def backfill_recording_columns(spark: SparkSession, transactions: str) -> None:
+    """Give the rows of a transactions table made before the recording columns existed their row
+    index (in id order), database id and visibility, as insert_transactions would have."""
+    order = "`txn_id`, `committed_at`, `history_table`, `operation`, `batch_id`"
+    same_row = " and ".join(f"t.{q(c)} <=> s.{q(c)}" for c in ("txn_id", "history_table", "operation", "batch_id"))
+    spark.sql(f"""
+        merge into {transactions} as t
+        using (
+            select `txn_id`, `history_table`, `operation`, `batch_id`,
+                row_number() over (order by {order}) as `row_index`,
+                {database_id_sql("`txn_uuid`")} as `database_id`
+            from {transactions}
+        ) as s
+        on {same_row}
+        when matched then update set t.`row_index` = s.`row_index`, t.`database_id` = s.`database_id`
+    """)
+    nothing = spark.table(transactions).select(*COLUMNS).where(F.lit(False))
+    insert_transactions(spark, transactions, nothing, 0)
 
 
 @dataclass(frozen=True)

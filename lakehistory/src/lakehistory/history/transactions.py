@@ -59,8 +59,21 @@ LAYOUT = (
     Field("sync_id", "string", False, "The sync the transaction applied or gave up, a revert's reservation, or NULL"),
     Field("commit_json", "string", False, "Optional JSON of the batch manifest (seed 002's commit_json), as JSON text"),
     Field("schema_changes", "string", False, "A batch's schema changes (op, column, type), as JSON text; [] for none"),
+    # Seed 002's columns that the recording itself writes (ledger.insert_transactions), not the writer:
+    Field("row_index", "bigint", False, "Unique index of the row, increasing in the order rows were recorded (i)"),
+    Field("database_id", "bigint", False, "The database id in txn_uuid: var lakehistory_database_id (txdb)"),
+    Field(
+        "visible_at",
+        "timestamp",
+        False,
+        "When the transaction became visible: every table of it and every transaction before it recorded (ts)",
+    ),
 )
-COLUMNS = tuple(field.name for field in LAYOUT)
+# Written by the recording (ledger.insert_transactions) from the other columns and the table.
+RECORDING_COLUMNS = ("row_index", "database_id", "visible_at")
+# The columns a transaction's writer gives, in the table's order.
+COLUMNS = tuple(field.name for field in LAYOUT if field.name not in RECORDING_COLUMNS)
+TABLE_COLUMNS = tuple(field.name for field in LAYOUT)
 
 SYNCS_LAYOUT = (
     Field("txn_id", "bigint", True, "The transaction id every table of the sync records"),
@@ -192,6 +205,10 @@ def ensure_transactions_table(spark: SparkSession, relation: str, invocation: In
         optional = [f for f in layout if not f.required and f.name not in stored]
         if optional:  # nothing in the rows already there says otherwise: NULL is what they had
             spark.sql(f"alter table {table} add columns ({', '.join(f.sql() for f in optional)})")
+        if any(f.name in RECORDING_COLUMNS for f in optional):  # but the recording's columns follow from them
+            from lakehistory.history.ledger import backfill_recording_columns  # the ledger imports this module
+
+            backfill_recording_columns(spark, table)
     ensured.add(relation)
 
 
@@ -212,7 +229,7 @@ def compact_tables(spark: SparkSession, relation: str) -> None:
 
 
 def column_list() -> str:
-    """The columns, in order and quoted, for an insert."""
+    """The columns a writer gives, in order and quoted, for an insert."""
     return ", ".join(q(name) for name in COLUMNS)
 
 

@@ -51,3 +51,8 @@ def naksha_uuid_sql(object_id: str, at: str, object_type: int | str, database_id
 def transaction_uuid_sql(database_id: int) -> str:
     """A transaction's uuid over the transactions table's `txn_id` and `started_at`."""
     return naksha_uuid_sql("`txn_id`", "`started_at`", TRANSACTION, database_id)
+
+
+def database_id_sql(uuid: str) -> str:
+    """The database id a uuid (a SQL expression of its text) carries: its low 40 bits."""
+    return f"cast(conv(substr(replace({uuid}, '-', ''), 23, 10), 16, 10) as bigint)"
