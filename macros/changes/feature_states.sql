@@ -31,6 +31,9 @@
     valid_created_at  valid time of the key's first state (its first version's _fivetran_start)
     valid_updated_at  valid time of this state (changes.sql); a PURGE keeps the previous one
     deleted           true from a DELETE until the next CREATE
+    xyz               the state as seed 002's XYZ namespace writes it, its names and types to the
+                      letter: action, version, author, app_id, puuid, uuid, txn, and the four
+                      times as unix epoch milliseconds (createdAt, updatedAt, rtcts, rtuts)
 
   The data columns hold the state's values: the new ones, a DELETE's last values, a PURGE the
   previous state's.
@@ -49,7 +52,7 @@
   {%- endif -%}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set columns = lakehistory._data_columns_without(history, 'states') -%}
-  {%- do lakehistory._follow_history(history, 'states', columns, {'rtcts': 'timestamp', 'rtuts': 'timestamp'}) -%}
+  {%- do lakehistory._follow_history(history, 'states', columns, {'rtcts': 'timestamp', 'rtuts': 'timestamp', 'xyz': lakehistory._xyz_namespace_type()}) -%}
   {%- set operations = ['batch', 'revert', 'cleanup'] -%}
   {%- set last = lakehistory._last_recorded_txn('txn_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last, operations) -%}
@@ -181,6 +184,13 @@ chained as (
         end as `valid_updated_at`
     from numbered as s
     left join previous as r on {{ lakehistory._join_on('s', 'r', keys) }}
+),
+
+states as (
+    select
+        s.*,
+        case when s.`action` != 'CREATE' then coalesce(lag(s.`uuid`) over ({{ by_key }}), s.`previous_uuid`) end as `puuid`
+    from chained as s
 )
 
 select
@@ -188,7 +198,7 @@ select
     s.`action`,
     s.`version`,
     s.`uuid`,
-    case when s.`action` != 'CREATE' then coalesce(lag(s.`uuid`) over ({{ by_key }}), s.`previous_uuid`) end as `puuid`,
+    s.`puuid`,
     s.`txn_uuid` as `txn`,
     s.`txn_id`,
     s.`author`,
@@ -199,8 +209,23 @@ select
     s.`rtuts`,
     s.`valid_created_at`,
     s.`valid_updated_at`,
-    s.`deleted`
-from chained as s
+    s.`deleted`,
+    {{ lakehistory._xyz_namespace('s') }} as `xyz`
+from states as s
+{% endmacro %}
+
+
+{#- Seed 002's XYZ namespace of a state (alias `s`, with the columns above), as a struct. -#}
+{% macro _xyz_namespace(s) %}
+  {{- return("named_struct('action', " ~ s ~ ".`action`, 'version', " ~ s ~ ".`version`, 'author', " ~ s ~ ".`author`,"
+      ~ " 'app_id', " ~ s ~ ".`app_id`, 'puuid', " ~ s ~ ".`puuid`, 'uuid', " ~ s ~ ".`uuid`, 'txn', " ~ s ~ ".`txn_uuid`,"
+      ~ " 'createdAt', unix_millis(" ~ s ~ ".`created_at`), 'updatedAt', unix_millis(" ~ s ~ ".`updated_at`),"
+      ~ " 'rtcts', unix_millis(" ~ s ~ ".`rtcts`), 'rtuts', unix_millis(" ~ s ~ ".`rtuts`))") -}}
+{% endmacro %}
+
+{% macro _xyz_namespace_type() %}
+  {{- return('struct<action:string,version:bigint,author:string,app_id:string,puuid:string,uuid:string,txn:string,'
+      ~ 'createdAt:bigint,updatedAt:bigint,rtcts:bigint,rtuts:bigint>') -}}
 {% endmacro %}
 
 

@@ -80,7 +80,8 @@
         "rtuts",
         "valid_created_at",
         "valid_updated_at",
-        "deleted"
+        "deleted",
+        "xyz"
       ]
     },
     "end_of_time": {

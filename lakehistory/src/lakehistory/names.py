@@ -72,6 +72,7 @@ STATE_SYSTEM = (
     "valid_created_at",
     "valid_updated_at",
     DELETED,
+    "xyz",
 )
 
 # What a source column may not be called, per kind of table built from it. A staged row carries

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -169,6 +170,11 @@ def check_core(core: list[dict], events: list[dict], table: str) -> None:
     assert actual == dict(expected)
 
 
+def epoch_millis(naive_utc: dt.datetime) -> int:
+    """Unix epoch milliseconds, truncated as Spark's unix_millis truncates."""
+    return (naive_utc - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
+
+
 def check_chains(states: list[dict], txns: dict[int, dict], key: list[str]) -> None:
     """Per key: versions 1..n, each puuid the previous uuid but NULL on every CREATE (seed 002);
     uuids unique and decoding to their transaction, its date, type 1 and the database id; CREATE
@@ -203,6 +209,20 @@ def check_chains(states: list[dict], txns: dict[int, dict], key: list[str]) -> N
                 t["committed_at"],
                 txns[chain[0]["txn_id"]]["committed_at"],
             ), s
+            # seed 002's namespace: its names, the times as unix epoch milliseconds
+            assert s["xyz"] == {
+                "action": s["action"],
+                "version": s["version"],
+                "author": s["author"],
+                "app_id": s["app_id"],
+                "puuid": s["puuid"],
+                "uuid": s["uuid"],
+                "txn": t["txn_uuid"],
+                "createdAt": epoch_millis(txns[chain[0]["txn_id"]]["started_at"]),
+                "updatedAt": epoch_millis(t["started_at"]),
+                "rtcts": epoch_millis(txns[chain[0]["txn_id"]]["committed_at"]),
+                "rtuts": epoch_millis(t["committed_at"]),
+            }, s
             assert (s["action"] == "CREATE") == (not existed and s["action"] != "PURGE"), s
             existed = not s["deleted"]
             # seed 002: with no author, an update or delete keeps the current author, and a new
@@ -456,7 +476,7 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
 
     states = read(project, "gauge_states", "gauge_id, version")
     gauge_2 = [s for s in states if s["gauge_id"] == 2]
-    assert [{k: v for k, v in s.items() if k not in ("uuid", "puuid")} for s in gauge_2] == [
+    assert [{k: v for k, v in s.items() if k not in ("uuid", "puuid", "xyz")} for s in gauge_2] == [
         state(t1, "CREATE", 1, "b", 1.5, False, T(1), T(1)),
         state(t2, "UPDATE", 2, None, 1.5, False, T(2), T(1)),
         state(t3, "DELETE", 3, None, 1.5, True, T(3) + ONE_MS, T(1)),
@@ -467,6 +487,20 @@ def test_hand_checked_events_states_and_column_changes(gauge_project: DbtProject
     # the re-insert at t4 is a CREATE: no puuid (seed 002), while its version counts on
     links = [None, gauge_2[0]["uuid"], gauge_2[1]["uuid"], None, gauge_2[3]["uuid"], gauge_2[4]["uuid"]]
     assert [s["puuid"] for s in gauge_2] == links
+    # the DELETE as Naksha's namespace writes it: seed 002's names, its times in epoch milliseconds
+    assert gauge_2[2]["xyz"] == {
+        "action": "DELETE",
+        "version": 3,
+        "author": t3["author"],
+        "app_id": t3["app_id"],
+        "puuid": gauge_2[1]["uuid"],
+        "uuid": gauge_2[2]["uuid"],
+        "txn": t3["txn_uuid"],
+        "createdAt": epoch_millis(t1["started_at"]),
+        "updatedAt": epoch_millis(t3["started_at"]),
+        "rtcts": epoch_millis(t1["committed_at"]),
+        "rtuts": epoch_millis(t3["committed_at"]),
+    }
     assert {s["gauge_id"] for s in states if s["action"] == "PURGE"} == {1, 2}
     assert [s["action"] for s in states if s["gauge_id"] == 3] == ["CREATE"]
 
