@@ -29,7 +29,7 @@
     `old` and `new` of the data columns), to put after `with`. `columns` are the history table's
     data columns (the caller has read them), `first` the first pending version as SQL, none when
     nothing is pending. -#}
-{% macro _changes_ctes(history, columns, after_txn, first, operations=['batch', 'revert'], paired=true) %}
+{% macro _changes_ctes(history, columns, after_txn, first, operations=['batch', 'revert', 'snapshot'], paired=true) %}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set rows = lakehistory.versioned(history) -%}
   {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
@@ -121,20 +121,24 @@ changes as (
 
 
 {#- The data columns of a history table: all but the protocol's and transaction time's columns
-    (any other `_fivetran_*` column is data). -#}
+    (any other `_fivetran_*` column is data); of a snapshot of extracts, all but dbt's and the
+    extract's own. -#}
 {% macro history_data_columns(history) %}
   {{ return(adapter.dispatch('history_data_columns', 'lakehistory')(history)) }}
 {% endmacro %}
 
 {% macro default__history_data_columns(history) %}
   {%- set system = lakehistory._reserved_columns('history_system') -%}
+  {%- if lakehistory._extract_snapshot_node(history) is not none -%}
+    {%- set system = system + lakehistory._reserved_columns('extract') -%}
+  {%- endif -%}
   {{ return(adapter.get_columns_in_relation(history) | map(attribute='name') | reject('in', system) | list) }}
 {% endmacro %}
 
 
 {#- The first version (SQL literal) of the transactions after `after_txn` of `operations` on
     `history`, or none: read when the model compiles, so the scans get a plain range predicate. -#}
-{% macro _first_pending_version(history, after_txn, operations=['batch', 'revert']) %}
+{% macro _first_pending_version(history, after_txn, operations=['batch', 'revert', 'snapshot']) %}
   {%- if lakehistory._builds() -%}
     {#- not load_relation: the history model of this same run may have just created the table,
         which dbt's relation cache does not know -#}

@@ -70,7 +70,11 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
 
 {#- `tables`: a mapping of table name to its events model, e.g.
     {'meta_station': ref('meta_station_events'), ...}. Each events model is read from its own
-    last recorded transaction on, so a model built late is still caught up. -#}
+    last recorded transaction on, so a model built late is still caught up. Every other table a
+    transaction changed (from the transactions table: a history table or a snapshot of extracts
+    with no events model in `tables`) is listed too, once per transaction, with event NULL
+    ('changed') and the history rows the transaction opened, so the model answers "which tables
+    did transaction X touch?" for every table. -#}
 {% macro core_history(tables) %}
   {{ return(adapter.dispatch('core_history', 'lakehistory')(tables)) }}
 {% endmacro %}
@@ -78,6 +82,7 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
 {% macro default__core_history(tables) %}
   {%- do lakehistory._refuse_full_refresh('the record of which tables each transaction touched') -%}
   {%- set parts = [] -%}
+  {%- set covered = [] -%}
   {%- for name, events in tables.items() -%}
     {%- set after = 0 -%}
     {%- if execute and is_incremental() -%}
@@ -85,23 +90,54 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
       {%- set after = run_query("select coalesce(max(`trans_id`), 0) from " ~ this ~ " where `table_name` = "
           ~ lakehistory._text(name)).rows[0][0] | int -%}
     {%- endif -%}
+    {%- do covered.extend(lakehistory._events_source_tables(events)) -%}
     {%- do parts.append(
         "select `_hist_trans_id` as `trans_id`, `_hist_user` as `user_name`, " ~ lakehistory._text(name)
         ~ " as `table_name`, `_hist_event` as `event`, `_hist_time` as `at`, count(*) as `rows_changed`\nfrom "
         ~ events ~ "\nwhere `_hist_trans_id` > " ~ after
         ~ "\ngroup by `_hist_trans_id`, `_hist_user`, `_hist_event`, `_hist_time`") -%}
   {%- endfor -%}
+  {%- set after = 0 -%}
+  {%- if execute and is_incremental() -%}
+    {%- set after = run_query("select coalesce(max(`trans_id`), 0) from " ~ this ~ " where `event` is null").rows[0][0] | int -%}
+  {%- endif -%}
+  {%- set quoted = [] -%}
+  {%- for table in covered -%}{%- do quoted.append(lakehistory._text(table)) -%}{%- endfor -%}
+  {%- set others = ('t.`history_table` not in (' ~ (quoted | join(', ')) ~ ')') if quoted else 'true' -%}
+  {%- do parts.append(
+      "select t.`txn_id`, coalesce(t.`author`, t.`app_id`), coalesce(t.`source_table`, t.`history_table`), cast(null as int),"
+      ~ " t.`started_at`, t.`versions_opened`\nfrom " ~ lakehistory.transactions_relation() ~ " as t"
+      ~ "\nwhere t.`txn_id` > " ~ after ~ " and t.`operation` in ('batch', 'revert', 'snapshot', 'cleanup') and "
+      ~ lakehistory._moved_rows('t') ~ " and " ~ others) -%}
 select
     `trans_id`,
     `user_name`,
     `table_name`,
     `event`,
-    case `event` when 1 then 'insert' when 2 then 'delete' when 3 then 'update_from' else 'update_to' end as `event_name`,
+    case `event` when 1 then 'insert' when 2 then 'delete' when 3 then 'update_from' when 4 then 'update_to' else 'changed' end as `event_name`,
     `at`,
     `rows_changed`
 from (
 {{ parts | join('\nunion all\n') }}
 )
+{% endmacro %}
+
+
+{#- The history tables (as the transactions table names them) an events model is built from. -#}
+{% macro _events_source_tables(events) %}
+  {%- set found = [] -%}
+  {%- if not execute -%}{{ return(found) }}{%- endif -%}
+  {%- for node in graph.nodes.values() -%}
+    {%- if node.resource_type == 'model' and node.alias == events.identifier and node.schema == events.schema -%}
+      {%- for parent_id in node.depends_on.nodes -%}
+        {%- set parent = graph.nodes.get(parent_id) -%}
+        {%- if parent and parent.resource_type in ('model', 'snapshot') -%}
+          {%- do found.append(lakehistory._relation_of(parent)) -%}
+        {%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(found) }}
 {% endmacro %}
 
 

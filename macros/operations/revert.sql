@@ -19,8 +19,10 @@
           other keys stay as they are.
   undo:   the keys transaction `txn_id` changed, as they were before it, in every history table it
           changed (a sync's: all its tables), or in `model` alone; refused, naming the later
-          transactions, when one of them changed such a key since. A snapshot's capture in the
-          transaction is left as it is (and named).
+          transactions, when one of them changed such a key since. A transaction that also
+          captured an extract (a sync with daily extracts) is refused, naming the captures: an
+          undo cannot take back a capture. `keep_captures: true` undoes its history tables as one
+          transaction and leaves the captures as they are (and names them).
   The undone batch stays applied (its id is on record): land a corrected batch under a new id.
   Stopped before every table recorded it (the transaction is then not visible to readers of the
   consistent cut, and its tables take no other transaction), it is completed by running the same
@@ -65,11 +67,11 @@
   {{ return(outcome['transaction']) }}
 {% endmacro %}
 
-{% macro undo(model=none, txn_id=none, author=none) %}
-  {{ return(adapter.dispatch('undo', 'lakehistory')(model, txn_id, author)) }}
+{% macro undo(model=none, txn_id=none, author=none, keep_captures=false) %}
+  {{ return(adapter.dispatch('undo', 'lakehistory')(model, txn_id, author, keep_captures)) }}
 {% endmacro %}
 
-{% macro default__undo(model=none, txn_id=none, author=none) %}
+{% macro default__undo(model=none, txn_id=none, author=none, keep_captures=false) %}
   {%- if txn_id is none -%}
     {{ exceptions.raise_compiler_error("undo: txn_id is required: the transaction to undo") }}
   {%- endif -%}
@@ -82,7 +84,8 @@
     {%- set tables = [lakehistory._revert_table(model)] -%}
   {%- endif -%}
   {%- set outcome = lakehistory._engine('revert', {
-      'tables': tables, 'named': model is not none, 'undo_txn': txn_id | int, 'author': author}) -%}
+      'tables': tables, 'named': model is not none, 'undo_txn': txn_id | int, 'author': author,
+      'keep_captures': keep_captures in (true, 'true', 'True')}) -%}
   {%- do lakehistory._revert_log('undo of transaction ' ~ txn_id, outcome) -%}
   {{ return(outcome['transaction']) }}
 {% endmacro %}
@@ -99,7 +102,7 @@
     {%- endfor -%}
   {%- endif -%}
   {%- for table in outcome['left_as_they_are'] -%}
-    {{ log(what ~ ": " ~ table ~ " is not a history table of this project; left as it is", info=true) }}
+    {{ log(what ~ ": " ~ table ~ " is a capture of an extract; left as it is (keep_captures)", info=true) }}
   {%- endfor -%}
 {% endmacro %}
 

@@ -5,4 +5,6 @@
     'meta_network': ref('meta_network_events'),
     'meta_station': ref('meta_station_events'),
     'obs_raw': ref('obs_raw_events'),
+    'meta_history': ref('meta_history_events'),
+    'meta_vars': ref('meta_vars_events'),
 }) }}

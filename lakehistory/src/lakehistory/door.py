@@ -246,6 +246,7 @@ def revert(
     undo_txn: int | None = None,
     keys: Sequence[Sequence[Any]] | None = None,
     where: str | None = None,
+    keep_captures: bool = False,
 ) -> dict[str, Any]:
     """History tables returned to a past transaction, chosen keys of one (a rewind: `keys` or
     `where`), or one transaction undone, as one new transaction."""
@@ -261,6 +262,7 @@ def revert(
         named=named,
         author=author,
         chosen_keys=None if keys is None and where is None else reverts.Chosen(tuple(map(tuple, keys or ())), where),
+        keep_captures=keep_captures,
     )
 
 

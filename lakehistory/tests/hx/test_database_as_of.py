@@ -8,7 +8,7 @@ import collections
 import datetime as dt
 
 import pytest
-from demo_reference import HISTORY, TABLES, compile_many, instants, known_after, state
+from demo_reference import TABLES, compile_many, instants, known_after, state
 
 from harness import DbtProject
 from lakehistory_tools.generator import get_table
@@ -101,11 +101,12 @@ def test_history_foreign_keys_point_to_the_parent_current_at_the_childs_time(
             assert p["valid"] == p["stored"], p
 
 
-@pytest.mark.parametrize("table", HISTORY)
+@pytest.mark.parametrize("table", TABLES)
 def test_events_and_feature_states_replayed_from_the_start_give_the_main_tables(demo: DbtProject, table: str) -> None:
-    """The four dialects of one table agree: its events and its feature states, replayed from the
-    first transaction, rebuild the main table (built from the `_hx` table); core_history counts
-    the events."""
+    """The four dialects of one table agree, for the tables landed as batches and those captured
+    from daily extracts alike: its events and its feature states, replayed from the first
+    transaction, rebuild the main table (built from the `_hx` table); core_history counts the
+    events."""
     tdef = get_table(table)
     key, columns = list(tdef.key), list(tdef.column_names)
     main = {
@@ -120,3 +121,32 @@ def test_events_and_feature_states_replayed_from_the_start_give_the_main_tables(
         f"select event, sum(rows_changed) as n from {{schema}}.core_history where table_name = '{table}' group by event"
     )
     assert {r["event"]: r["n"] for r in counted} == dict(collections.Counter(e["_hist_event"] for e in events))
+
+
+def test_core_history_lists_every_table_each_transaction_touched(demo: DbtProject) -> None:
+    """ESQL's `_core.history`: for every transaction, every table it changed (a batch, a capture of
+    an extract), as the transactions table records them."""
+    touched = demo.rows(
+        "select distinct txn_id, source_table from {schema}.lakehistory_transactions"
+        " where versions_opened > 0 or versions_closed > 0"
+    )
+    listed = demo.rows("select distinct trans_id, table_name from {schema}.core_history")
+    assert {(r["trans_id"], r["table_name"]) for r in listed} == {(r["txn_id"], r["source_table"]) for r in touched}
+    assert {r["source_table"] for r in touched} == set(TABLES)
+
+
+def test_an_undo_of_a_sync_that_captured_extracts_is_refused_naming_them(demo: DbtProject) -> None:
+    """An undo cannot take back a capture of a daily extract: undoing the sync's batches alone
+    would leave it half undone, so the undo is refused, naming the captures and the way on, and
+    nothing changes."""
+    captures = demo.rows(
+        "select txn_id, collect_list(history_table) as tables from {schema}.lakehistory_transactions"
+        " where sync_id is not null and operation = 'snapshot' and (versions_opened > 0 or versions_closed > 0)"
+        " group by txn_id order by txn_id"
+    )
+    assert captures, "the demo's syncs capture extracts"
+    before = demo.rows("select count(*) as n from {schema}.lakehistory_transactions")[0]["n"]
+    message = demo.run_fails("run-operation", "lakehistory.undo", "--args", f"{{txn_id: {captures[-1]['txn_id']}}}")
+    assert "keep_captures: true" in message, message
+    assert all(table in message for table in captures[-1]["tables"]), message
+    assert demo.rows("select count(*) as n from {schema}.lakehistory_transactions")[0]["n"] == before

@@ -361,6 +361,11 @@ def snapshot_project(project: DbtProject) -> None:
     (snapshots / "gauge_snapshot.yml").write_text(json.dumps({"version": 2, "snapshots": [snapshot]}, indent=2))
     add_hx(project, "gauge", ["gauge_id"], "gauge_snapshot")
     add_main(project, "gauge")
+    # every dialect from the snapshot, as from a history table
+    append = "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
+    (folder / "gauge_events.sql").write_text(append + "{{ lakehistory.event_history(ref('gauge_snapshot')) }}\n")
+    (folder / "gauge_states.sql").write_text(append + "{{ lakehistory.feature_states(ref('gauge_snapshot')) }}\n")
+    (folder / "gauge_core.sql").write_text(append + "{{ lakehistory.core_history({'gauge': ref('gauge_events')}) }}\n")
 
 
 @pytest.fixture
@@ -372,7 +377,9 @@ def gauges(lakehouse: Path, tmp_path: Path) -> DbtProject:
 
 
 def build_gauges(project: DbtProject) -> None:
-    project.run_ok("build", "--select", "gauge_snapshot", "gauge_hx", "gauge_main")
+    project.run_ok(
+        "build", "--select", "gauge_snapshot", "gauge_hx", "gauge_main", "gauge_events", "gauge_states", "gauge_core"
+    )
 
 
 def test_snapshot_path_records_deletes_re_adds_and_nothing_twice(gauges: DbtProject) -> None:
@@ -428,12 +435,46 @@ def test_snapshot_path_records_deletes_re_adds_and_nothing_twice(gauges: DbtProj
         (2, "two again", d(3), "dump-c"),
     ]
 
+    # The same captures in ESQL's events and _core.history, and as Naksha's feature states.
+    events = gauges.rows(
+        "select _hist_trans_id, gauge_id, _hist_event, label, level, _hist_user, _hist_valid_time"
+        " from {schema}.gauge_events order by _hist_trans_id, gauge_id, _hist_event"
+    )
+    assert [tuple(e.values()) for e in events] == [
+        (t1, 1, 1, "one", 1.0, "dump-a", d(1)),
+        (t1, 2, 1, "two", 2.0, "dump-a", d(1)),
+        (t2, 1, 3, "one", 1.0, "dump-b", d(2)),
+        (t2, 1, 4, "one", 1.5, "dump-b", d(2)),
+        (t2, 2, 2, "two", 2.0, "dump-b", d(2)),
+        (t3, 2, 1, "two again", 2.0, "dump-c", d(3)),
+    ]
+    core = gauges.rows("select trans_id, table_name, event_name, rows_changed from {schema}.gauge_core")
+    assert sorted(tuple(r.values()) for r in core) == [
+        (t1, "gauge", "insert", 2),
+        (t2, "gauge", "delete", 1),
+        (t2, "gauge", "update_from", 1),
+        (t2, "gauge", "update_to", 1),
+        (t3, "gauge", "insert", 1),
+    ]
+    states = gauges.rows(
+        "select gauge_id, version, action, txn_id, label, author, deleted, puuid is null as first,"
+        " valid_updated_at from {schema}.gauge_states order by gauge_id, version"
+    )
+    assert [tuple(r.values()) for r in states] == [
+        (1, 1, "CREATE", t1, "one", "dump-a", False, True, d(1)),
+        (1, 2, "UPDATE", t2, "one", "dump-b", False, False, d(2)),
+        (2, 1, "CREATE", t1, "two", "dump-a", False, True, d(1)),
+        (2, 2, "DELETE", t2, "two", "dump-b", True, False, d(2)),
+        (2, 3, "CREATE", t3, "two again", "dump-c", False, True, d(3)),
+    ]
+
     # Capturing the same extract again adds nothing: no snapshot row, no transaction, no _hx row.
     count = gauges.rows("select count(*) as n from {schema}.gauge_snapshot")[0]["n"]
     build_gauges(gauges)
     assert gauges.rows("select count(*) as n from {schema}.gauge_snapshot")[0]["n"] == count
     assert len(gauges.rows("select * from {schema}.lakehistory_transactions")) == 3
     assert hx_rows(gauges, "gauge_hx", "gauge_hx_id") == expected
+    assert len(gauges.rows("select * from {schema}.gauge_events")) == len(events)
 
 
 def test_a_bad_extract_stops_the_snapshot_and_changes_nothing(gauges: DbtProject) -> None:

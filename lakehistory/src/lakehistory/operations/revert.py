@@ -92,14 +92,16 @@ def revert(
     named: bool = True,
     author: str | None = None,
     chosen_keys: Chosen | None = None,
+    keep_captures: bool = False,
 ) -> dict[str, Any]:
     """For `lakehistory.revert` (`to_txn`) and `lakehistory.undo` (`undo_txn`), as `writer`.
     `tables`: the models asked for ({model, target, keys}); for an undo that names none (`named`
     false), every history model, of which it takes those the transaction changed. Returns the
     new transaction's id (None when the tables already are in the state asked for), its counts
     per model, and the tables of an undone transaction that are not history tables (a snapshot's
-    capture), which it leaves as they are. A rewind (`to_txn` with `chosen_keys`) returns only
-    the chosen keys of its one table."""
+    capture), which it leaves as they are only when asked to (`keep_captures`): otherwise the
+    undo of a transaction that captured an extract is refused, naming the captures. A rewind
+    (`to_txn` with `chosen_keys`) returns only the chosen keys of its one table."""
 
     if versioning.append_only:
         raise HistoryError("an append-only history table (valid_from only) cannot be reverted")
@@ -137,6 +139,8 @@ def revert(
         if stopped is None and done is not None and _still_last(done, states):
             return _outcome(done.reserved.txn_id, {}, [], already=True)
         chosen, left = _chosen(asked_for, rows, operation, asked, named)
+        if left and not keep_captures and stopped is None:
+            raise HistoryError(_captures_message(asked, rows, left))
         if stopped is None:
             _check(spark, log, chosen, versioning, rows, operation, asked)
             _refuse_owed_or_partial(spark, transactions, chosen, states, rows, operation, asked, given_up)
@@ -240,7 +244,7 @@ def _chosen(
     """The tables to change, and (for an undo) the tables of the transaction it leaves as they are."""
     if operation in ("revert", "rewind"):
         return asked_for, []
-    changed = {r.history_table for r in rows}
+    changed = {r.history_table for r in rows if r.versions_opened or r.versions_closed}
     chosen = [t for t in asked_for if t.target in changed]
     if named and not chosen:
         raise HistoryError(
@@ -249,6 +253,16 @@ def _chosen(
         )
     left = sorted(changed - {t.target for t in asked_for}) if not named else []
     return chosen, left
+
+
+def _captures_message(asked: int, rows: list[Row], left: list[str]) -> str:
+    captured = ", ".join(f"{r.history_table} (extract {r.batch_id})" for r in rows if r.history_table in left)
+    return (
+        f"undo of transaction {asked} refused: it also captured {captured}, which an undo cannot take back"
+        " (a daily extract states the whole table: the next extract restates it). Nothing was changed. To undo"
+        " the transaction's history tables as one transaction and keep the captures, run it again with"
+        " keep_captures: true; to correct an extract, land a corrected one."
+    )
 
 
 def _check(
