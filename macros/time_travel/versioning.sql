@@ -12,11 +12,12 @@
                               integer such as 2147483647, or a time such as '2099-12-31
                               23:59:59'. Every version must stay below it; a run that would
                               reach it is refused.
-    lakehistory_append_only   false (default), or true: rows are never updated. A history table
-                              has valid_from only; a version that leaves the table is recorded by
-                              an appended row with `removal` = true. As of v, a (key,
-                              _fivetran_start) row is its latest version with valid_from <= v,
-                              unless that is a removal.
+    lakehistory_append_only   false (default), or true: Atoti's append-only case. A history
+                              table has valid_from only and no row is ever updated or deleted
+                              (a batch that would is refused), so as of v the table is every row
+                              with valid_from <= v. (A table written before lakehistory 0.2.0
+                              may hold `removal` rows: as of v, a (key, _fivetran_start) row is
+                              its latest version with valid_from <= v, unless that is a removal.)
 -#}
 {% macro version_type() %}
   {{ return(adapter.dispatch('version_type', 'lakehistory')()) }}

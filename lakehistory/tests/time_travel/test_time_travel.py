@@ -12,7 +12,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from history_case import SUPERSET, HistoryCase, normalize, pad
+from history_case import SUPERSET, HistoryCase, T, batch, normalize, pad
+from history_case import version as fivetran_version
 from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, examples, unique_schema
@@ -107,7 +108,7 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
         return f"timestamp'{instant.isoformat(sep=' ')}'"
 
     @settings(
-        max_examples=examples(1, 2) if label == "integer_max" else 1,
+        max_examples=examples(1, 2) if label == "integer_max" else examples(2, 4) if label == "append_only" else 1,
         deadline=None,
         derandomize=True,
         phases=[Phase.explicit, Phase.generate],
@@ -116,6 +117,8 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
     @given(stream=batch_streams(max_batches=4, max_keys=3, max_events=3, composite_key=False))
     def check(stream) -> None:
         stream_columns, key_names, batches = stream
+        if label == "append_only":  # Atoti's append-only case: no update, no delete
+            batches = appends_only(batches, key_names)
         columns = key_columns_of(stream_columns, key_names) + SUPERSET
         deleted = deleted_column_of(stream_columns) or "deleted"
         case = HistoryCase(project, f"tt_{next(counter)}", columns, key_names, deleted_column=deleted)
@@ -142,6 +145,9 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
         for v, want, got in zip(versions, expected, answers, strict=False):
             assert got == want, f"as of {v}"
         assert answers[-1] == case.expected(reference), "lakehistory.current"
+        if label == "append_only":
+            for v, want in zip(versions, expected, strict=False):
+                assert valid_from_reader(case, v) == want, f"a reader of valid_from only, as of {v}"
 
         # Delta's VACUUM removes the files of old table versions; the emulated history stays.
         spark = project.spark
@@ -163,6 +169,64 @@ def test_as_of_every_version_matches_the_reference_also_after_vacuum_and_cleanup
         assert ids == list(range(1, len(ids) + 1)), "transaction ids have a gap"
 
     check()
+
+
+def appends_only(batches: list[Batch], key: list[str]) -> list[Batch]:
+    """The stream as a source that only ever adds rows sends it: each batch keeps the rows of the
+    keys no earlier batch had (several versions of a new key, and its delete, may come in one
+    batch), without truncates or schema changes; empty batches are left out."""
+    seen: set[tuple] = set()
+    kept: list[Batch] = []
+    for b in batches:
+
+        def new(rows: list[dict]) -> list[dict]:
+            return [r for r in rows if tuple(r[k] for k in key) not in seen]
+
+        earliest = None if b.earliest is None else new(b.earliest)
+        rows = [*new(b.replace), *new(b.update), *new(b.delete), *(earliest or [])]
+        if not rows:
+            continue
+        n = len(kept) + 1
+        kept.append(
+            dataclasses.replace(
+                b, batch_id=f"{n:06d}", sequence=n, replace=new(b.replace), update=new(b.update),
+                delete=new(b.delete), earliest=earliest, truncate=None, schema_changes=[],
+            )
+        )  # fmt: skip
+        seen |= {tuple(r[k] for k in key) for r in rows}
+    return kept
+
+
+def valid_from_reader(case: HistoryCase, version: str) -> list[dict]:
+    """Atoti's reader of an append-only table, from the seed's text: the column valid_from "states
+    from which version the row is valid, where valid_from is inclusive", and there is no valid_to.
+    So as of version v the table is every row with valid_from <= v, and nothing else is read."""
+    return case.expected(case.project.rows(f"select * from {{schema}}.`{case.name}` where valid_from <= {version}"))
+
+
+def test_an_append_only_table_refuses_a_batch_that_would_update_or_delete_a_row(
+    lakehouse: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Atoti's append-only case allows no update and no delete: a batch that brings a new version
+    of a key an earlier batch wrote (or deletes it) is refused, naming the batch and the key, and
+    the table stays as it was; rows that only add (new keys, several versions of a new key in one
+    batch) go in once each, so a reader of valid_from alone reads them right."""
+    project = configured_project(tmp_path_factory.mktemp("append_refusal"), "append_refusal", CONFIGS["append_only"])
+    columns = [Column("id", "bigint"), Column("name", "string")]
+    case = HistoryCase(project, "gauges", columns, ["id"])
+    first = [
+        fivetran_version(T(1), T(2) - ONE_MS, id=1, name="a"),
+        fivetran_version(T(2), id=1, name="b"),
+        fivetran_version(T(1), id=2, name="c"),
+    ]
+    case.land(batch("gauges", columns, "id", 1, "alice", first))
+    case.run()
+    stored = case.project.rows("select * from {schema}.gauges order by id, _fivetran_start")
+    assert [(r["id"], r["name"], r["valid_from"]) for r in stored] == [(1, "a", 1), (1, "b", 1), (2, "c", 1)]
+    case.land(batch("gauges", columns, "id", 2, "bob", [fivetran_version(T(3), id=2, name="d")]))
+    message = case.run_fails()
+    assert "Batch 000002 of gauges" in message and "key [2]" in message and "append-only" in message, message
+    assert case.project.rows("select * from {schema}.gauges order by id, _fivetran_start") == stored
 
 
 def _state_at(states: list[tuple[int, list]], txn_id: int) -> list:

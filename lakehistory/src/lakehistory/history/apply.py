@@ -39,6 +39,7 @@ from lakehistory.history.group import (
     SKIP_EMPTY_COMMITS,
     Batch,
     Changes,
+    append_only_message,
     clash_message,
     compute_changes,
     own_commit,
@@ -277,8 +278,15 @@ def _changes_of(
         changes = compute_changes(spark, target, staged, layout, versions, group[:n])
         if changes.clash == 1:
             raise HistoryError(clash_message(changes.frame, group[0], layout))
+        # Atoti's append-only case takes no update and no delete: the first batch that would
+        # change a row an earlier batch wrote is refused, after the ones before it
+        changing = min(changes.closed, default=None) if versions.append_only else None
+        if changing == 1:
+            raise HistoryError(append_only_message(changes.frame, group[0], layout))
         if changes.clash is not None and changes.clash <= n:
             n = changes.clash - 1
+        elif changing is not None:
+            n = changing - 1
         elif changes.interleave is not None and changes.interleave < n:
             n = changes.interleave
         else:

@@ -175,12 +175,10 @@ def write_group(
     when no stored row closes (a first build, new keys only) or the table is append-only."""
     row = cols(layout.row)
     frame = CHANGES_VIEW
-    if versions.append_only:
+    if versions.append_only:  # every change is a new row (apply.py refuses the others)
         spark.sql(f"""
             insert into {target} ({row}, `valid_from`, `removal`)
             select {row}, {version.format("`_lh_from`")}, false from {frame} where `_lh_action` = 'insert'
-            union all
-            select {row}, {version.format("`_lh_to`")}, true from {frame} where `_lh_gone`
         """)
         return
     to = f"coalesce({version.format('s.`_lh_to`')}, {versions.open})"
@@ -232,6 +230,19 @@ def own_commit(spark: SparkSession, target: str, txns: list[ledger.Txn]) -> ledg
             " another process writes to this table. Run history models from one dbt invocation at a time."
         )
     return ledger.Commit(int(latest["version"]), latest["timestamp"], committed)
+
+
+def append_only_message(frame: DataFrame, batch: Batch, layout: Layout) -> str:
+    row = frame.where("`_lh_to` = 1").select(*[q(k) for k in layout.keys], q(START)).first()
+    key = [row[k] for k in layout.keys] if row else []
+    start = row[START] if row else "?"
+    return (
+        f"Batch {batch.batch_id} of {batch.source_table}: it would close or remove the row of key {key} with"
+        f" _fivetran_start {start} that an earlier batch wrote, and this history table is append-only (var"
+        " lakehistory_append_only: Atoti's append-only case, where a reader knows valid_from only and no row is"
+        " ever updated or deleted). This batch and the later ones were not applied. A table whose batches update"
+        " or delete rows needs valid_to: build it with lakehistory_append_only: false."
+    )
 
 
 def clash_message(frame: DataFrame, batch: Batch, layout: Layout) -> str:

@@ -148,8 +148,8 @@ def create_table(spark: SparkSession, target: str, layout: Layout, versions: Ver
     ]
     if versions.append_only:
         columns.append(
-            "`removal` boolean not null comment 'True on a row that records that this (key, _fivetran_start) row"
-            " left the table at valid_from'"
+            "`removal` boolean not null comment 'False: an append-only table takes no removal (lakehistory before"
+            " 0.2.0 wrote a row with true when this (key, _fivetran_start) row left the table at valid_from)'"
         )
         clustering = [*layout.keys[:3], "valid_from"]
     else:
