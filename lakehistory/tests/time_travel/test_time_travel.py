@@ -177,11 +177,11 @@ def appends_only(batches: list[Batch], key: list[str]) -> list[Batch]:
     batch), without truncates or schema changes; empty batches are left out."""
     seen: set[tuple] = set()
     kept: list[Batch] = []
+
+    def new(rows: list[dict]) -> list[dict]:
+        return [r for r in rows if tuple(r[k] for k in key) not in seen]
+
     for b in batches:
-
-        def new(rows: list[dict]) -> list[dict]:
-            return [r for r in rows if tuple(r[k] for k in key) not in seen]
-
         earliest = None if b.earliest is None else new(b.earliest)
         rows = [*new(b.replace), *new(b.update), *new(b.delete), *(earliest or [])]
         if not rows:
