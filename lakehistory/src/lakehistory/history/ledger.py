@@ -18,21 +18,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
 from lakehistory.history import lock
 from lakehistory.history.session import session_conf
 from lakehistory.history.transactions import (
     ABANDON,
     COLUMNS,
-    LAYOUT,
     OPERATION_SYNC_PREFIX,
     TABLE_COLUMNS,
     syncs_relation,
 )
-from lakehistory.history.uuids import database_id_sql
+from lakehistory.history.uuids import database_id_of_uuid, database_id_sql
 from lakehistory.sql import q
 
 COMMIT_KEY = "lakehistory"
@@ -87,26 +86,46 @@ def insert_transactions(
     Delta refuse one of the two commits, since each reads the part of the table it could clash
     with (ids from `first_id` on, which also lets Delta skip every older file). The same commit
     gives the rows their index and database id, and marks the transactions these rows make
-    visible (_recording_source). `recorded`: the rows as _ROW_SCHEMA tuples, to keep what this
+    visible (_visible_after). `recorded`: the rows as _ROW_SCHEMA tuples, to keep what this
     process knows of the table (_Known) up to date; without them, it reads the table again."""
     known = _known.pop(transactions, None)
+    new = rows.toDF(*COLUMNS).collect()  # a row per table of the transactions: in memory already, or nearly
+    last_index, visible = _visible_after(spark, transactions, new)
+    fields = [StructField(f.name, f.dataType) for f in rows.toDF(*COLUMNS).schema.fields]
+    schema = StructType(
+        [
+            *fields,
+            StructField("row_index", LongType()),
+            StructField("database_id", LongType()),
+            StructField("visible_at", TimestampType()),
+            StructField("_lh_new", BooleanType()),
+        ]
+    )
+    order = sorted(range(len(new)), key=lambda i: (new[i].txn_id, new[i].history_table, new[i].operation))
+    index = {i: last_index + n for n, i in enumerate(order, start=1)}
+    source = [
+        (*r, index[i], database_id_of_uuid(r.txn_uuid), visible.get(r.txn_id), True) for i, r in enumerate(new)
+    ] + [
+        (*(txn_id if f.name == "txn_id" else None for f in fields), None, None, at, False)
+        for txn_id, at in visible.items()
+    ]
     columns = ", ".join(q(c) for c in TABLE_COLUMNS)
     values = ", ".join(f"s.{q(c)}" for c in TABLE_COLUMNS)
     taken = "raise_error(concat('lakehistory: transaction ', cast(s.`txn_id` as string), ' is already recorded'))"
     other_table_of_sync = "coalesce(s.`sync_id` = t.`sync_id` and s.`history_table` != t.`history_table`, false)"
     try:
-        with session_conf(spark, {MERGE_SOURCE_COPY: "none"}):  # a fixed source: rows in memory, one table version
+        with session_conf(spark, {MERGE_SOURCE_COPY: "none"}):  # the rows are data in memory
             spark.sql(
                 f"""
                 merge into {transactions} as t
-                using ({_recording_source(transactions)}) as s
+                using {{source}} as s
                 on t.`txn_id` = s.`txn_id` and t.`txn_id` >= {int(first_id)}
                     and (s.`_lh_new` and not ({other_table_of_sync}) or not s.`_lh_new` and t.`visible_at` is null)
                 when matched and s.`_lh_new` then update set t.`operation` = {taken}
                 when matched then update set t.`visible_at` = s.`visible_at`
                 when not matched and s.`_lh_new` then insert ({columns}) values ({values})
                 """,
-                rows=rows.toDF(*COLUMNS),
+                source=spark.createDataFrame(source, schema),
             )
     except Exception as exc:
         text = str(exc)
@@ -122,87 +141,49 @@ def insert_transactions(
         _known[transactions] = known.after(recorded)
 
 
-def _recording_source(transactions: str) -> str:
-    """The MERGE source of insert_transactions: the new rows `{rows}` (`_lh_new`), each with its
-    row index (after the table's last), its database id (from its uuid) and, when it is visible
-    at once, when it became visible; and a row (not `_lh_new`) for each recorded transaction
-    these rows make visible.
+def _visible_after(spark: SparkSession, transactions: str, new: Sequence[Row]) -> tuple[int, dict[int, Any]]:
+    """The table's last row index, and when each transaction the `new` rows make visible (theirs,
+    or one recorded before that waited for them) became visible.
 
     A transaction is visible once it is done (every table of its sync recorded it, or the sync
     was given up; a transaction of one table, when recorded) and every transaction before it is:
     the consistent cut of lakehistory.version_at_sql, so it became visible at the latest time any
-    of them was done. Only the transactions after the last visible one are read."""
-    syncs = syncs_relation(transactions)
-    new_columns = ", ".join(f"i.{q(c)}" for c in COLUMNS)
-    none_columns = ", ".join(
-        f"cast(null as {f.sql_type}) as {q(f.name)}" if f.name != "txn_id" else "v.`txn_id`"
-        for f in LAYOUT
-        if f.name in COLUMNS
-    )
-    row_order = "i.`txn_id`, i.`history_table`, i.`operation`, i.`batch_id`"
-    return f"""
-        with incoming as (select * from {{rows}}),
-        before as (
-            select
-                coalesce(max(`row_index`), 0) as `last_index`,
-                coalesce(max(case when `visible_at` is not null then `txn_id` end), 0) as `last_visible`,
-                max(`visible_at`) as `visible_since`
-            from {transactions}
-        ),
-        since as (
-            select t.`txn_id`, t.`operation`, t.`source_table`, t.`history_table`, t.`committed_at`
-            from {transactions} as t cross join before as b
-            where t.`txn_id` > b.`last_visible`
-            union all
-            select `txn_id`, `operation`, `source_table`, `history_table`, `committed_at` from incoming
-        ),
-        recorded as (
-            select
-                `txn_id`,
-                max(`committed_at`) as `last_at`,
-                min(case when `operation` = '{ABANDON}' then `committed_at` end) as `abandoned_at`,
-                array_union(collect_set(`source_table`), collect_set(`history_table`)) as `tables`
-            from since
-            group by `txn_id`
-        ),
-        done as (
-            select
-                coalesce(r.`txn_id`, y.`txn_id`) as `txn_id`,
-                case
-                    when r.`abandoned_at` is not null then r.`abandoned_at`
-                    when y.`txn_id` is null or size(array_except(y.`tables`, r.`tables`)) = 0 then r.`last_at`
-                end as `done_at`
-            from recorded as r
-            full join (
-                select y.`txn_id`, y.`tables`
-                from {syncs} as y cross join before as b
-                where y.`txn_id` > b.`last_visible`
-            ) as y on r.`txn_id` = y.`txn_id`
-        ),
-        visible as (
-            select `txn_id`, `visible_at` from (
-                select
-                    d.`txn_id`,
-                    greatest(max(d.`done_at`) over w, b.`visible_since`) as `visible_at`,
-                    count(*) over w - count(d.`done_at`) over w as `waiting`
-                from done as d cross join before as b
-                window w as (order by d.`txn_id` rows between unbounded preceding and current row)
-            )
-            where `waiting` = 0
-        )
-        select
-            {new_columns},
-            b.`last_index` + row_number() over (order by {row_order}) as `row_index`,
-            {database_id_sql("i.`txn_uuid`")} as `database_id`,
-            v.`visible_at`,
-            true as `_lh_new`
-        from incoming as i
-        cross join before as b
-        left join visible as v on i.`txn_id` = v.`txn_id`
-        union all
-        select {none_columns}, null, null, v.`visible_at`, false
-        from visible as v
-    """
+    of them was done. Two small reads: one aggregate of the table (its last index and visible
+    transaction, and the rows not visible yet), and the syncs reserved after that transaction."""
+    last = spark.sql(
+        "select coalesce(max(`row_index`), 0) as `last_index`,"
+        " coalesce(max(case when `visible_at` is not null then `txn_id` end), 0) as `last_visible`,"
+        " max(`visible_at`) as `since`,"
+        " collect_list(case when `visible_at` is null then struct(`txn_id`, `operation`, `source_table`,"
+        f" `history_table`, `committed_at`) end) as `waiting` from {transactions}"
+    ).collect()[0]
+    after = int(last.last_visible)
+    waiting = [r for r in last.waiting if r.txn_id > after]  # rows another path wrote without a visibility
+    reserved = {
+        int(r.txn_id): set(r.tables)
+        for r in spark.table(syncs_relation(transactions)).where(F.col("txn_id") > F.lit(after)).collect()
+    }
+    done_at: dict[int, Any] = {}
+    tables: dict[int, set[str]] = {}
+    abandoned: dict[int, Any] = {}
+    for r in [*waiting, *(r for r in new if r.txn_id > after)]:
+        txn = int(r.txn_id)
+        done_at[txn] = max(done_at.get(txn, r.committed_at), r.committed_at)
+        tables.setdefault(txn, set()).update(t for t in (r.source_table, r.history_table) if t)
+        if r.operation == ABANDON:
+            abandoned[txn] = min(abandoned.get(txn, r.committed_at), r.committed_at)
+    visible: dict[int, Any] = {}
+    since = last.since
+    for txn in sorted(set(done_at) | set(reserved)):
+        if txn in abandoned:
+            done = abandoned[txn]
+        elif txn in done_at and reserved.get(txn, set()) <= tables[txn]:
+            done = done_at[txn]
+        else:
+            break  # it and every transaction after it wait
+        since = done if since is None else max(since, done)
+        visible[txn] = since
+    return int(last.last_index), visible
 
 
 def backfill_recording_columns(spark: SparkSession, transactions: str) -> None:

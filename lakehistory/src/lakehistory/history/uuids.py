@@ -56,3 +56,9 @@ def transaction_uuid_sql(database_id: int) -> str:
 def database_id_sql(uuid: str) -> str:
     """The database id a uuid (a SQL expression of its text) carries: its low 40 bits."""
     return f"cast(conv(substr(replace({uuid}, '-', ''), 23, 10), 16, 10) as bigint)"
+
+
+def database_id_of_uuid(uuid: str) -> int | None:
+    """The same in Python (None for text that is no such uuid)."""
+    digits = uuid.replace("-", "")
+    return int(digits[-10:], 16) if len(digits) == 32 and all(c in "0123456789abcdefABCDEF" for c in digits) else None

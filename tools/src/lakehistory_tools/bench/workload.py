@@ -28,6 +28,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from lakehistory.history.transactions import column_list
 from lakehistory.landing.batch import TMAX, Batch
 from lakehistory.landing.write import write_batch
 from lakehistory_tools.generator.domain import get_table
@@ -215,7 +216,7 @@ def fill_history(spark: SparkSession, schema: str, rows: int) -> None:
     delta_version = spark.sql(f"describe history {history} limit 1").collect()[0][0]
     first = min(SYNTHETIC_TRANSACTIONS)
     spark.sql(f"""
-        insert into {transactions}
+        insert into {transactions} ({column_list()})
         select
             id as txn_id,
             concat('bench-synthetic-', id) as txn_uuid,
