@@ -105,8 +105,9 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
   {%- for table in covered -%}{%- do quoted.append(lakehistory._text(table)) -%}{%- endfor -%}
   {%- set others = ('t.`history_table` not in (' ~ (quoted | join(', ')) ~ ')') if quoted else 'true' -%}
   {%- do parts.append(
-      "select t.`txn_id`, coalesce(t.`author`, t.`app_id`), coalesce(t.`source_table`, t.`history_table`), cast(null as int),"
-      ~ " t.`started_at`, t.`versions_opened`\nfrom " ~ lakehistory.transactions_relation() ~ " as t"
+      "select t.`txn_id` as `trans_id`, coalesce(t.`author`, t.`app_id`) as `user_name`,"
+      ~ " coalesce(t.`source_table`, t.`history_table`) as `table_name`, cast(null as int) as `event`,"
+      ~ " t.`started_at` as `at`, t.`versions_opened` as `rows_changed`\nfrom " ~ lakehistory.transactions_relation() ~ " as t"
       ~ "\nwhere t.`txn_id` > " ~ after ~ " and t.`operation` in ('batch', 'revert', 'snapshot', 'cleanup') and "
       ~ lakehistory._moved_rows('t') ~ " and " ~ others) -%}
 select

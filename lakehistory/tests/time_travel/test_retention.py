@@ -204,8 +204,16 @@ def test_cleanup_of_the_demo_keeps_every_history_foreign_key_and_every_answer_fr
         if "hx" in (n["config"]["meta"].get("lakehistory") or {})
     }
 
+    # events and states are built from history tables, and from snapshots of extracts
+    extracts = {
+        n["name"]: n["config"]["unique_key"]
+        for n in nodes
+        if n["resource_type"] == "snapshot" and (n["config"].get("meta") or {}).get("lakehistory", {}).get("extract")
+    }
+    keys = {**history, **extracts}
+
     def key_of(node: dict) -> list[str]:
-        (source,) = [history[d.split(".")[-1]] for d in node["depends_on"]["nodes"] if d.split(".")[-1] in history]
+        (source,) = [keys[d.split(".")[-1]] for d in node["depends_on"]["nodes"] if d.split(".")[-1] in keys]
         return [source] if isinstance(source, str) else source
 
     def macro(name: str) -> dict[str, list[str]]:

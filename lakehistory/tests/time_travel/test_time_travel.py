@@ -539,4 +539,4 @@ def test_the_transactions_table_is_checked_once_per_dbt_invocation(
     for invocation in ("first", "first", "first", "second"):
         transactions.ensure_transactions_table(spark, relation, invocations.of(invocation))
     assert checks == [relation, transactions.syncs_relation(relation)] * 2
-    assert spark.table(relation).columns == list(transactions.COLUMNS)
+    assert spark.table(relation).columns == list(transactions.TABLE_COLUMNS)
