@@ -204,11 +204,12 @@ where `action` <> 'update' or not (`cell`.`old_value` <=> `cell`.`new_value`))
     {%- if node.resource_type == 'model' and (node.alias or node.name) == events.identifier -%}
       {%- for parent in node.depends_on.nodes -%}
         {%- set p = graph.nodes.get(parent) -%}
-        {%- if p and p.config.get('incremental_strategy') == 'fivetran_history' -%}
+        {%- if p and (lakehistory._is_history_node(p)
+            or (p.resource_type == 'snapshot' and (p.config.meta or {}).get('lakehistory', {}).get('extract'))) -%}
           {{ return(lakehistory._as_list(p.config.get('unique_key'))) }}
         {%- endif -%}
       {%- endfor -%}
     {%- endif -%}
   {%- endfor -%}
-  {{ exceptions.raise_compiler_error(events ~ " is not an events model (a model built by lakehistory.event_history from a history table)") }}
+  {{ exceptions.raise_compiler_error(events ~ " is not an events model (a model built by lakehistory.event_history from a history table or a snapshot of extracts)") }}
 {% endmacro %}

@@ -126,11 +126,21 @@
     {%- set sql = lakehistory._hx_retention_sql(node, target, c) -%}
     {%- set what = 'superseded row(s) of ' ~ node.name ~ ' recorded at or before transaction ' ~ c -%}
   {%- else -%}
-    {%- set history = lakehistory.history_nodes() | selectattr('unique_id', 'in', node.depends_on.nodes) | first -%}
-    {%- if history is not defined or history is none -%}
+    {#- a history table, or a snapshot of extracts read as one -#}
+    {%- set found = namespace(keys=none) -%}
+    {%- for parent_id in node.depends_on.nodes if found.keys is none -%}
+      {%- set parent = graph.nodes.get(parent_id) -%}
+      {%- if parent and parent.resource_type in ('model', 'snapshot') -%}
+        {%- set relation = api.Relation.create(database=parent.database, schema=parent.schema, identifier=parent.alias) -%}
+        {%- if lakehistory._is_history_node(parent) or lakehistory._extract_snapshot_node(relation) is not none -%}
+          {%- set found.keys = lakehistory.history_keys(relation) -%}
+        {%- endif -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- if found.keys is none -%}
       {{ exceptions.raise_compiler_error("cleanup: " ~ node.name ~ " reads no history table of this project") }}
     {%- endif -%}
-    {%- set keys = lakehistory.history_keys(api.Relation.create(database=history.database, schema=history.schema, identifier=history.alias)) -%}
+    {%- set keys = found.keys -%}
     {%- set sql = lakehistory._log_retention_sql(kind, target, keys, c) -%}
     {%- set what = 'row(s) of ' ~ node.name ~ ' before its last entry per key at or before transaction ' ~ c -%}
   {%- endif -%}

@@ -448,6 +448,11 @@ def test_snapshot_path_records_deletes_re_adds_and_nothing_twice(gauges: DbtProj
         (t2, 2, 2, "two", 2.0, "dump-b", d(2)),
         (t3, 2, 1, "two again", 2.0, "dump-c", d(3)),
     ]
+    changed = gauges.compile_inline(
+        "select txn_id, gauge_id, column_name, old_value, new_value"
+        " from {{ lakehistory.column_changes(ref('gauge_events')) }} where action = 'update'"
+    )
+    assert [tuple(r.values()) for r in gauges.rows(changed)] == [(t2, 1, "level", "1.0", "1.5")]
     core = gauges.rows("select trans_id, table_name, event_name, rows_changed from {schema}.gauge_core")
     assert sorted(tuple(r.values()) for r in core) == [
         (t1, "gauge", "insert", 2),
