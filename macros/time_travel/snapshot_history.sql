@@ -1,7 +1,8 @@
 {#-
   A snapshot of daily extracts (a dbt snapshot with meta.lakehistory.extract, captured by
   lakehistory.record_capture) read where a history table goes: by `versioned`, `history_keys` and
-  `history_data_columns`, so events, feature states and the time-travel macros take either.
+  `history_data_columns`, so event histories and feature states (and their retention and change
+  log) take either. `as_of` and `history` read a snapshot by its own period (valid time), as before.
 -#}
 
 {#- The snapshot node of a project's daily extracts (a dbt snapshot with meta.lakehistory.extract)
@@ -18,9 +19,8 @@
 {% endmacro %}
 
 
-{#- A snapshot of daily extracts read as the history table its captures would have made: every
-    dialect built on history tables (events, states, as_of, the SQL:2011 forms) reads it so.
-    Each capture is a transaction (lakehistory.record_capture: operation 'snapshot', batch_id its
+{#- A snapshot of daily extracts read as the history table its captures would have made, in
+    transaction time: the events and states read it so. Each capture is a transaction (lakehistory.record_capture: operation 'snapshot', batch_id its
     day); the capture on a version's dbt_valid_from day opened it, the one on its dbt_valid_to day
     closed it. A version is active (_fivetran_end the open end) from the capture that opened it
     to the one that closed it; from then on, as in a history table, it stays as a closed version
