@@ -18,14 +18,18 @@ from collections import Counter
 from pathlib import Path
 
 # Columns that hold the wall-clock time of a run (or are made from it), so differ between builds:
-# a transaction's times and uuid (and a sync's reservation), the events' and states' transaction
-# times, and the dbt columns of the one snapshot without an updated_at column (dbt stamps its
+# a transaction's times and uuid (and a sync's reservation), the order and time its tables were
+# recorded in (threads differ), the events' and states' transaction times (the states' `xyz`
+# too), and the dbt columns of the one snapshot without an updated_at column (dbt stamps its
 # versions with the run's time).
 WALL_CLOCK = {
     "txn_uuid",
     "started_at",
     "committed_at",
     "reserved_at",
+    "row_index",
+    "visible_at",
+    "xyz",
     "_hist_time",
     "at",
     "created_at",
