@@ -232,10 +232,14 @@ def own_commit(spark: SparkSession, target: str, txns: list[ledger.Txn]) -> ledg
     return ledger.Commit(int(latest["version"]), latest["timestamp"], committed)
 
 
+def _first_row(frame: DataFrame, layout: Layout, where: str) -> tuple[list[Any], Any]:
+    """The key and `_fivetran_start` of one change of the first batch that `where` picks, to name it."""
+    row = frame.where(where).select(*[q(k) for k in layout.keys], q(START)).first()
+    return ([row[k] for k in layout.keys], row[START]) if row else ([], "?")
+
+
 def append_only_message(frame: DataFrame, batch: Batch, layout: Layout) -> str:
-    row = frame.where("`_lh_to` = 1").select(*[q(k) for k in layout.keys], q(START)).first()
-    key = [row[k] for k in layout.keys] if row else []
-    start = row[START] if row else "?"
+    key, start = _first_row(frame, layout, "`_lh_to` = 1")
     return (
         f"Batch {batch.batch_id} of {batch.source_table}: it would close or remove the row of key {key} with"
         f" _fivetran_start {start} that an earlier batch wrote, and this history table is append-only (var"
@@ -246,9 +250,7 @@ def append_only_message(frame: DataFrame, batch: Batch, layout: Layout) -> str:
 
 
 def clash_message(frame: DataFrame, batch: Batch, layout: Layout) -> str:
-    clash = frame.where("`_lh_clash` = 1").select(*[q(k) for k in layout.keys], q(START)).first()
-    key = [clash[k] for k in layout.keys] if clash else []
-    start = clash[START] if clash else "?"
+    key, start = _first_row(frame, layout, "`_lh_clash` = 1")
     return (
         f"Batch {batch.batch_id} of {batch.source_table}: a version of key {key} has _fivetran_start {start}, which"
         " the table already holds, and the batch gives no earliest start for the key that would replace it (spec"
