@@ -29,7 +29,7 @@
     `old` and `new` of the data columns), to put after `with`. `columns` are the history table's
     data columns (the caller has read them), `first` the first pending version as SQL, none when
     nothing is pending. -#}
-{% macro _changes_ctes(history, columns, after_txn, first, operations=['batch', 'revert', 'snapshot'], paired=true) %}
+{% macro _changes_ctes(history, columns, after_txn, first, operations=['batch', 'edit', 'revert', 'snapshot'], paired=true) %}
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set rows = lakehistory.versioned(history) -%}
   {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
@@ -138,7 +138,7 @@ changes as (
 
 {#- The first version (SQL literal) of the transactions after `after_txn` of `operations` on
     `history`, or none: read when the model compiles, so the scans get a plain range predicate. -#}
-{% macro _first_pending_version(history, after_txn, operations=['batch', 'revert', 'snapshot']) %}
+{% macro _first_pending_version(history, after_txn, operations=['batch', 'edit', 'revert', 'snapshot']) %}
   {%- if lakehistory._builds() -%}
     {#- not load_relation: the history model of this same run may have just created the table,
         which dbt's relation cache does not know -#}

@@ -108,7 +108,7 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
       "select t.`txn_id` as `trans_id`, coalesce(t.`author`, t.`app_id`) as `user_name`,"
       ~ " coalesce(t.`source_table`, t.`history_table`) as `table_name`, cast(null as int) as `event`,"
       ~ " t.`started_at` as `at`, t.`versions_opened` as `rows_changed`\nfrom " ~ lakehistory.transactions_relation() ~ " as t"
-      ~ "\nwhere t.`txn_id` > " ~ after ~ " and t.`operation` in ('batch', 'revert', 'snapshot', 'cleanup') and "
+      ~ "\nwhere t.`txn_id` > " ~ after ~ " and t.`operation` in ('batch', 'edit', 'revert', 'snapshot', 'cleanup') and "
       ~ lakehistory._moved_rows('t') ~ " and " ~ others) -%}
 select
     `trans_id`,

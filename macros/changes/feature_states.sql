@@ -53,7 +53,7 @@
   {%- set keys = lakehistory.history_keys(history) -%}
   {%- set columns = lakehistory._data_columns_without(history, 'states') -%}
   {%- do lakehistory._follow_history(history, 'states', columns, {'rtcts': 'timestamp', 'rtuts': 'timestamp', 'xyz': lakehistory._xyz_namespace_type()}) -%}
-  {%- set operations = ['batch', 'revert', 'snapshot', 'cleanup'] -%}
+  {%- set operations = ['batch', 'edit', 'revert', 'snapshot', 'cleanup'] -%}
   {%- set last = lakehistory._last_recorded_txn('txn_id') -%}
   {%- set first = lakehistory._first_pending_version(history, last, operations) -%}
   {%- if first is none and is_incremental() -%}

@@ -46,6 +46,7 @@
       'model_id': model.unique_id,
       'not_null': landed.not_null,
       'history_table': history | string if history else none,
+      'edits_from': lakehistory._main_tables_of(history | string) if history else none,
   }) -%}
   {{ return(adapter.quote(view)) }}
 {% endmacro %}

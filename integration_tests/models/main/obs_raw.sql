@@ -1,2 +1,4 @@
--- obs_raw as it is now (seed 003's main table): its current rows with mod_time and mod_user.
+-- obs_raw as it is now (seed 003's main table, which people may correct with SQL): its current rows with mod_time and mod_user.
+{{ config(materialized='incremental', incremental_strategy='main_table', unique_key=['obs_raw_id']) }}
+
 select * from {{ lakehistory.hx_current(ref('obs_raw_hx')) }}

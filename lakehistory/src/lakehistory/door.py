@@ -22,7 +22,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakehistory import derived
+from lakehistory import derived, main_table
 from lakehistory import invocation as invocations
 from lakehistory.command import commands
 from lakehistory.history import apply
@@ -143,6 +143,7 @@ def stage_batches(
     not_null: Sequence[str],
     history_table: str | None = None,
     project_tables: Sequence[Sequence[str]] = (),
+    edits_from: str | None = None,
 ) -> None:
     """A landed table's pending batches, read, validated and typed, as the temp view `view`.
     `model_id`: the model that stages them (feature states built from it need each batch's
@@ -150,7 +151,8 @@ def stage_batches(
     the source declares NOT NULL. `history_table`: the history table they are staged for (None:
     the staging feeds no history model), whose own record says which batches are applied.
     `project_tables`: every landed table something of the project applies (run_reads.py), sent
-    with `run_tables` by the invocation's first staging."""
+    with `run_tables` by the invocation's first staging. `edits_from`: the main table built from
+    the history table, whose edits are staged after the batches (landing/edits.py)."""
     ctx = Context.of(context)
     staging.register_pending_batches(
         spark,
@@ -166,7 +168,23 @@ def stage_batches(
         not_null,
         history_table or None,
         project_tables,
+        edits_from or None,
     )
+
+
+def refresh_main_table(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    target: str,
+    staged: str,
+    keys: Sequence[str],
+    history: str | None,
+    not_null: Sequence[str],
+    checks: Sequence[Sequence[str]],
+) -> dict[str, int]:
+    """The strategy `main_table`: `target` made equal to the model's rows (lakehistory.main_table)."""
+    ctx = Context.of(context)
+    return main_table.refresh(spark, ctx.invocation.id, target, staged, keys, history, not_null, checks)
 
 
 def stage_extract(

@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("status", parents=[dbt], help="applied and pending batches per table")
     log = commands.add_parser("log", parents=[dbt], help="the transactions, newest first")
     log.add_argument("--table", dest="table_name", help="a history table, snapshot or landed source table")
-    log.add_argument("--operation", choices=["batch", "snapshot", "cleanup", "revert"])
+    log.add_argument("--operation", choices=["batch", "edit", "snapshot", "cleanup", "revert"])
     log.add_argument("--since", help="committed at or after this time, e.g. 2024-05-01 or '2024-05-01 12:00'")
     log.add_argument("--limit", type=int, default=20)
     timeline = commands.add_parser("timeline", parents=[dbt], help="every version of one key")

@@ -103,7 +103,7 @@ class Inspector:
             select history_table, count(*) as applied, max(txn_id) as last,
                    max_by(committed_at, txn_id) as committed
             from {self.transactions}
-            where operation in ('batch', 'snapshot')
+            where operation in ('batch', 'edit', 'snapshot')
             group by history_table
             """
         ).collect()

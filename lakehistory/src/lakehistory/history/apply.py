@@ -333,6 +333,7 @@ def _apply_group(
             versions_closed=changes.closed.get(i, 0),
             rows_overlap_deleted=changes.gone.get(i, 0),
             sync_id=sync_id,
+            operation=b.operation,
         )
         for i, (b, (txn_id, started_at, sync_id)) in enumerate(zip(group[:n], planned), start=1)
     ]
@@ -369,5 +370,5 @@ def _apply_group(
         last_started=last_started,
         history_last_id=last.txn_id,
         delta_version=commit.version,
-        last_sequence=ledger.last_of(state.last_sequence, *(t.sequence for t in txns)),
+        last_sequence=ledger.last_of(state.last_sequence, *(t.sequence for t in txns if t.operation == "batch")),
     )

@@ -54,6 +54,7 @@ class Batch:
     deleted_column: str | None = None  # the column its manifest names as the deleted column
     sync: SyncOf | None = None  # the sync its manifest says it belongs to
     recorded_schema_changes: str = "[]"  # its manifest's schema changes, as its transaction records them
+    operation: str = "batch"  # or "edit": a commit of the main table (landing/edits.py); its sequence is its version
 
     @property
     def rewrites(self) -> bool:

@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from lakehistory.history.group import ROW_KINDS, Batch
 from lakehistory.history.session import SMALL_BATCH_ROWS, SMALL_BATCH_SETTINGS, session_conf
+from lakehistory.landing.edits import EDIT_BATCH_PREFIX
 from lakehistory.landing.syncs import SyncOf
 from lakehistory.sql import q
 
@@ -69,6 +70,7 @@ def staged_batches(spark: SparkSession, staged: str, first_key: str) -> list[Bat
             deleted_column=r.deleted_column,
             sync=SyncOf.of(r.sync and r.sync.asDict(), r.author, r.app_id),
             recorded_schema_changes=r.recorded_schema_changes,
+            operation="edit" if r.batch_id.startswith(EDIT_BATCH_PREFIX) else "batch",
         )
         for r in rows
     ]

@@ -82,7 +82,7 @@ class FivetranSource(Source):
 
     def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
         # a revert (lakehistory.revert, .undo) changes the valid-time history as a batch does
-        rows = self.recorded(transactions, ("batch", "revert"), after_txn)
+        rows = self.recorded(transactions, ("batch", "edit", "revert"), after_txn)
         return [Recording(r.txn_id, r.started_at if self.by_time else r.txn_id, r.author) for r in rows]
 
     def _open_at(self, at: object) -> Column:

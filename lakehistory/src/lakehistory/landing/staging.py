@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from lakehistory.invocation import Invocation
 from lakehistory.names import NOT_NULL_METADATA
 
-from . import run_reads
+from . import edits, run_reads
 from .manifests import Landed, pending_manifests, read_landed, with_migrations
 from .rows import batch_markers, schema_change_rows, stage_rows
 from .spec import BatchError, TableSpec, first_line, spec_columns
@@ -39,6 +39,7 @@ def register_pending_batches(
     not_null: Sequence[str] = (),
     history: str | None = None,
     project_tables: Sequence[Sequence[str]] = (),
+    edits_from: str | None = None,
 ) -> None:
     """For `lakehistory.landing_batches` (lakehistory.door): stage, validate and register the pending
     batches of `table` as the temp view `view`. `run_tables`: every [landing root, table] the
@@ -47,7 +48,8 @@ def register_pending_batches(
     columns the source declares NOT NULL. `history`: the history table the batches are staged for,
     whose own record says which are applied (None: applied by any history table).
     `project_tables`: [landing root, table, kind] of every landed table the project applies
-    (run_reads.py), sent with `run_tables`."""
+    (run_reads.py), sent with `run_tables`. `edits_from`: the main table whose edits are staged
+    after the landed batches (edits.py)."""
     spec = TableSpec(
         table=table,
         key=tuple(key),
@@ -58,7 +60,7 @@ def register_pending_batches(
     found = run_reads.landed(
         spark, invocation or Invocation(""), transactions, landing_root, table, run_tables, history, project_tables
     )
-    staged = stage_pending_batches(spark, landing_root, spec, transactions, found, history)
+    staged = stage_pending_batches(spark, landing_root, spec, transactions, found, history, edits_from)
     staged.createOrReplaceTempView(view)
 
 
@@ -69,11 +71,13 @@ def stage_pending_batches(
     transactions: str | None = None,
     landed: Landed | BatchError | None = None,
     history: str | None = None,
+    edits_from: str | None = None,
 ) -> DataFrame:
     """The typed, validated rows of every batch of `spec.table` not yet applied to the history
-    table `history` (None: to any), in batch order. `_lh_ordinal` numbers the pending batches 1,
-    2, ... in the order they must be applied. `landed`: the table's manifests and applied
-    batches, when the run has read them already."""
+    table `history` (None: to any), in batch order, then the edits of the main table
+    `edits_from` that `history` has not recorded (edits.py). `_lh_ordinal` numbers the pending
+    batches 1, 2, ... in the order they must be applied. `landed`: the table's manifests and
+    applied batches, when the run has read them already."""
     if landed is None:
         stream = (spec.table, history)
         landed = read_landed(spark, transactions, landing_root, [stream])[stream]
@@ -82,7 +86,13 @@ def stage_pending_batches(
     manifests, applied = landed.manifests, landed.applied
     spec = with_migrations(spec, [*(applied.recorded_changes or ()), *manifests])  # also checks every schema change
     pending = pending_manifests(manifests, spec, applied)
+    commits = []
+    if edits_from and history and transactions:
+        commits = edits.edit_commits(spark, edits_from, edits.last_recorded(spark, transactions, history))
+    staged_edits = [edits.staged_edits(spark, edits_from, spec, commits, len(pending) + 1)] if commits else []
     if not pending:
+        if staged_edits:
+            return _marked_not_null(staged_edits[0].localCheckpoint(), spec)
         return _marked_not_null(spark.createDataFrame([], spec.staged_schema()), spec)
     changes = schema_change_rows(spark, spec, pending)
     rows = stage_rows(spark, spec, pending)
@@ -100,7 +110,10 @@ def stage_pending_batches(
         raise
     except Exception as exc:  # e.g. a truncated gzip member surfaces when the file is scanned
         raise BatchError(f"Batches {', '.join(m['batch_id'] for m in pending)}: {first_line(exc)}") from exc
-    return _marked_not_null(staged.drop("_lh_bad_cell", "_lh_misuse"), spec)
+    staged = staged.drop("_lh_bad_cell", "_lh_misuse")
+    if staged_edits:
+        staged = staged.unionByName(staged_edits[0]).localCheckpoint()
+    return _marked_not_null(staged, spec)
 
 
 def _marked_not_null(staged: DataFrame, spec: TableSpec) -> DataFrame:

@@ -280,7 +280,7 @@ def _check(
     for table in chosen:
         if operation == "undo":
             txn = by_table[table.target]
-            if txn.operation not in ("batch", "revert"):
+            if txn.operation not in ("batch", "edit", "revert"):
                 raise HistoryError(f"{table.target}: transaction {asked} is a {txn.operation}, which is not undone")
             _refuse_later_changes(spark, log, table.target, table.keys, versioning, txn)
 

@@ -1,0 +1,274 @@
+"""Main tables a person can correct (seed 003: the domain tables "function exactly as before",
+with `mod_time`/`mod_user` set "overriding any values set by the user"; ESQL's trigger after
+every insert, update and delete). A user's project as the README writes it: a main table of the
+`main_table` strategy over `hx_current`, corrected with plain SQL by named people between runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_case import OPEN
+from harness import REPO_ROOT, DbtProject, unique_schema
+from lakehistory.landing.batch import TMAX, Batch, Column
+from lakehistory.landing.write import write_batch
+from lakehistory.names import EARLIEST, END, START
+
+DBT_PROJECT = 'name: shop\nversion: "1.0.0"\nconfig-version: 2\nprofile: lakehistory\n'
+
+MODEL = """\
+{{ config(materialized='incremental', incremental_strategy='fivetran_history', unique_key=['order_id', 'shop']) }}
+select * from {{ lakehistory.landing_batches('shop_landing', 'orders') }}
+"""
+
+SOURCES = """\
+sources:
+  - name: shop_landing
+    meta: {lakehistory: {landing_root: "{{ env_var('LAKEHISTORY_LANDING') }}"}}
+    tables:
+      - name: orders
+        meta: {lakehistory: {key: [order_id, shop]}}
+        columns:
+          - {name: order_id, data_type: bigint}
+          - {name: shop, data_type: string}
+          - {name: status, data_type: string, constraints: [{type: not_null}]}
+          - {name: total, data_type: "decimal(10,2)"}
+  - name: lakehistory
+    schema: "{{ target.schema }}"
+    tables:
+      - name: lakehistory_transactions
+"""
+
+MODELS = {
+    "orders_history.sql": MODEL,
+    "orders_hx.py": """\
+from lakehistory.hx import build_hx
+
+
+def model(dbt, session):
+    dbt.config(materialized="incremental", full_refresh=False)
+    return build_hx(
+        dbt, session, dbt.config.get("meta"), dbt.ref("orders_history"),
+        dbt.source("lakehistory", "lakehistory_transactions"),
+    )
+""",
+    "orders.sql": "{{ config(materialized='incremental', incremental_strategy='main_table',"
+    " unique_key=['order_id', 'shop']) }}\n"
+    "select * from {{ lakehistory.hx_current(ref('orders_hx')) }}\n",
+    "orders_events.sql": "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
+    "{{ lakehistory.event_history(ref('orders_history')) }}\n",
+    "orders_states.sql": "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
+    "{{ lakehistory.feature_states(ref('orders_history')) }}\n",
+    "_models.yml": """\
+models:
+  - name: orders_hx
+    config:
+      meta:
+        lakehistory:
+          hx: {table: orders, key: [order_id, shop], source: orders_history}
+  - name: orders
+    columns:
+      - name: total
+        constraints: [{type: check, name: total_not_negative, expression: "total >= 0"}]
+""",
+}
+
+COLUMNS = [
+    Column("order_id", "bigint"),
+    Column("shop", "string"),
+    Column("status", "string"),
+    Column("total", "decimal(10,2)"),
+]
+
+
+def orders(batch_id: str, sequence: int, at: dt.datetime, *rows: tuple[int, str, str]) -> Batch:
+    """Orders of the north shop (id, status, total) from `at` on."""
+    replace = [
+        {"order_id": i, "shop": "north", "status": s, "total": t}
+        | {START: at, END: TMAX, "_fivetran_active": True, "_fivetran_synced": at, EARLIEST: True}
+        for i, s, t in rows
+    ]
+    return Batch("orders", batch_id, sequence, ["order_id", "shop"], COLUMNS, replace=replace, author="shop-sync")
+
+
+@pytest.fixture(scope="module")
+def shop(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProject:
+    project_dir = tmp_path_factory.mktemp("main_tables") / "shop"
+    (project_dir / "models").mkdir(parents=True)
+    (project_dir / "dbt_project.yml").write_text(DBT_PROJECT)
+    (project_dir / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
+    (project_dir / "models" / "_sources.yml").write_text(SOURCES)
+    for name, text in MODELS.items():
+        (project_dir / "models" / name).write_text(text)
+    project = DbtProject(project_dir, unique_schema("main_tables"))
+    project.run_ok("deps")
+    day_one = dt.datetime(2024, 6, 1, 12, tzinfo=dt.UTC)
+    write_batch(project.landing, orders("b1", 1, day_one, (7, "placed", "19.90"), (8, "placed", "5.00")))
+    project.run_ok("run")
+    return project
+
+
+def as_person(project: DbtProject, who: str, *statements: str, message: str | None = None) -> int:
+    """`statements` run by `who` (named in the commits' userMetadata, as the docs say); the main
+    table's Delta version after them."""
+    spark = project.spark
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", json.dumps({"author": who, "message": message}))
+    try:
+        for statement in statements:
+            spark.sql(statement.replace("{schema}", f"`{project.schema}`"))
+    finally:
+        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+    return latest_version(project)
+
+
+def latest_version(project: DbtProject) -> int:
+    return int(project.rows("describe history {schema}.orders limit 1")[0]["version"])
+
+
+def commit_time(project: DbtProject, version: int) -> dt.datetime:
+    found = project.rows(f"describe history {{schema}}.orders")
+    return next(r["timestamp"] for r in found if r["version"] == version)
+
+
+def main_rows(project: DbtProject) -> dict[int, tuple[Any, ...]]:
+    found = project.rows("select * from {schema}.orders")
+    return {r["order_id"]: (r["status"], str(r["total"]), r["mod_user"], r["mod_time"]) for r in found}
+
+
+def edits(project: DbtProject) -> list[tuple[Any, ...]]:
+    return [
+        (r["author"], r["batch_sequence"], r["commit_message"], r["versions_opened"], r["versions_closed"])
+        for r in project.rows(
+            "select * from {schema}.lakehistory_transactions where operation = 'edit' order by txn_id"
+        )
+    ]
+
+
+def test_a_main_table_is_a_delta_table_with_its_sources_constraints_and_change_data_feed(shop: DbtProject) -> None:
+    spark = shop.spark
+    table = spark.table(f"`{shop.schema}`.orders")
+    nullable = {f.name: f.nullable for f in table.schema.fields}
+    assert nullable["order_id"] is False and nullable["shop"] is False, "the key"
+    assert nullable["status"] is False, "the source's not_null constraint"
+    assert nullable["total"] is True
+    properties = {r["key"]: r["value"] for r in shop.rows("show tblproperties {schema}.orders")}
+    assert properties["delta.enableChangeDataFeed"] == "true"
+    assert properties["delta.constraints.total_not_negative"] == "total >= 0"
+    for broken in (
+        "update {schema}.orders set total = -1 where order_id = 7",
+        "update {schema}.orders set status = null where order_id = 7",
+        "insert into {schema}.orders values (9, 'north', null, 1.00, null, null)",
+    ):
+        with pytest.raises(Exception, match="(?i)constraint|null"):
+            shop.spark.sql(broken.replace("{schema}", f"`{shop.schema}`"))
+    assert sorted(main_rows(shop)) == [7, 8], "nothing of a refused edit stays"
+
+
+def test_a_persons_edits_become_transactions_with_their_author_and_reach_hx_events_states_and_as_of(
+    shop: DbtProject,
+) -> None:
+    before_edits = shop.rows("select max(txn_id) as txn from {schema}.lakehistory_transactions")[0]["txn"]
+    fixed = as_person(
+        shop,
+        "alice",
+        "update {schema}.orders set total = 25.00, mod_user = 'mallory' where order_id = 7",
+        message="the total was keyed wrong",
+    )
+    removed = as_person(shop, "bob", "delete from {schema}.orders where order_id = 8")
+    added = as_person(shop, "carol", "insert into {schema}.orders values (9, 'north', 'placed', 3.50, null, 'carol')")
+    unchanged = as_person(shop, "dave", "update {schema}.orders set mod_user = 'dave' where order_id = 9")
+    # a batch landed meanwhile: the run applies it first, then the edits
+    write_batch(shop.landing, orders("b2", 2, dt.datetime(2024, 6, 2, 12, tzinfo=dt.UTC), (10, "placed", "8.00")))
+    shop.run_ok("run")
+
+    main = f"{shop.schema}.orders"
+    assert [e[:3] for e in edits(shop)] == [
+        ("alice", fixed, "the total was keyed wrong"),
+        ("bob", removed, f"DELETE of {main} (Delta version {removed})"),
+        ("carol", added, f"WRITE of {main} (Delta version {added})"),
+        ("dave", unchanged, f"UPDATE of {main} (Delta version {unchanged})"),
+    ]
+    assert edits(shop)[-1][3:] == (0, 0), "an edit that changes no value opens and closes nothing"
+    at = {v: commit_time(shop, v) for v in (fixed, removed, added)}
+    rows = main_rows(shop)
+    assert rows.keys() == {7, 9, 10}
+    assert rows[7] == ("placed", "25.00", "alice", at[fixed]), "mod_user is the author's, over what was written"
+    assert rows[9] == ("placed", "3.50", "carol", at[added])
+
+    hx = shop.rows(
+        "select order_id, status, cast(total as string) as total, mod_user, mod_time, deleted from {schema}.orders_hx"
+        f" where txn_id > {before_edits} order by orders_hx_id"
+    )
+    assert [(r["order_id"], r["total"], r["mod_user"], r["mod_time"], r["deleted"]) for r in hx] == [
+        (10, "8.00", "shop-sync", dt.datetime(2024, 6, 2, 12), False),
+        (7, "25.00", "alice", at[fixed], False),
+        (8, "5.00", "bob", at[removed], True),
+        (9, "3.50", "carol", at[added], False),
+    ]
+    events = shop.rows(
+        "select order_id, _hist_event, _hist_user from {schema}.orders_events"
+        f" where _hist_trans_id > {before_edits} + 1 order by _hist_trans_id, _hist_event"
+    )
+    assert [(r["order_id"], r["_hist_event"], r["_hist_user"]) for r in events] == [
+        (7, 3, "alice"),  # update_from
+        (7, 4, "alice"),  # update_to
+        (8, 2, "bob"),  # delete
+        (9, 1, "carol"),  # insert
+    ]
+    states = shop.rows(
+        "select order_id, action, author from {schema}.orders_states"
+        f" where txn_id > {before_edits} + 1 order by txn_id"
+    )
+    assert [(r["order_id"], r["action"], r["author"]) for r in states] == [
+        (7, "UPDATE", "alice"),
+        (8, "DELETE", "bob"),
+        (9, "CREATE", "carol"),
+    ]
+    # as of the transaction before the edits, order 7 has its landed total again
+    then = shop.compile_inline(f"select * from {{{{ lakehistory.as_of(ref('orders_history'), {before_edits}) }}}}")
+    assert {r["order_id"]: str(r["total"]) for r in shop.rows(then)} == {7: "19.90", 8: "5.00"}
+
+
+def test_a_batch_and_an_edit_of_one_key_are_ordered_by_their_times(shop: DbtProject) -> None:
+    """Whatever order they are applied in, the version with the later time is the current one."""
+    edited = as_person(shop, "gina", "update {schema}.orders set status = 'packed' where order_id = 10")
+    at = commit_time(shop, edited).replace(tzinfo=dt.UTC)
+    write_batch(shop.landing, orders("b3", 3, at - dt.timedelta(hours=1), (10, "paid", "8.00")))
+    shop.run_ok("run")
+    assert main_rows(shop)[10][:3] == ("packed", "8.00", "gina"), "the edit is later than the batch's version"
+    write_batch(shop.landing, orders("b4", 4, at + dt.timedelta(seconds=1), (10, "shipped", "8.00")))
+    shop.run_ok("run")
+    assert main_rows(shop)[10][:3] == ("shipped", "8.00", "shop-sync"), "the batch's version is later"
+    versions = shop.rows(
+        "select status from {schema}.orders_history where order_id = 10"
+        f" and valid_to = {OPEN} order by _fivetran_start"
+    )
+    assert [r["status"] for r in versions] == ["placed", "paid", "packed", "shipped"]
+
+
+def test_an_edit_made_while_a_run_applies_is_read_by_the_next_run(shop: DbtProject) -> None:
+    """The history model has read the edits, the main table is not built yet: a person's edit
+    then is taken back by the build (the table shows the history) and read by the next run."""
+    shop.run_ok("run", "--select", "orders_history")
+    meanwhile = as_person(shop, "erin", "update {schema}.orders set status = 'held' where order_id = 7")
+    shop.run_ok("run", "--select", "orders_hx", "orders")
+    assert main_rows(shop)[7][0] == "placed"
+    shop.run_ok("run")
+    assert edits(shop)[-1][:2] == ("erin", meanwhile)
+    assert main_rows(shop)[7][:3] == ("held", "25.00", "erin")
+
+
+def test_full_refresh_of_a_main_table_keeps_it_and_its_edits(shop: DbtProject) -> None:
+    """The table's Delta log holds the edits the next run reads: it is never dropped."""
+    edited = as_person(shop, "frank", "update {schema}.orders set total = 30.00 where order_id = 9")
+    shop.run_ok("run", "--full-refresh", "--select", "orders")
+    assert latest_version(shop) > edited
+    shop.run_ok("run")
+    assert edits(shop)[-1][:2] == ("frank", edited)
+    assert main_rows(shop)[9][1:3] == ("30.00", "frank")
+    transactions = len(shop.rows("select * from {schema}.lakehistory_transactions"))
+    shop.run_ok("run")
+    assert len(shop.rows("select * from {schema}.lakehistory_transactions")) == transactions, "nothing twice"
