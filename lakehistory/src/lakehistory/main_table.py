@@ -58,7 +58,9 @@ def refresh(
         rows = own.table(staged)
         columns = dict(rows.dtypes)
         if missing := [k for k in keys if k not in columns]:
-            raise MainTableError(f"{target}: the unique_key column(s) {', '.join(missing)} are not among the model's columns")
+            raise MainTableError(
+                f"{target}: the unique_key column(s) {', '.join(missing)} are not among the model's columns"
+            )
         required = {*keys, *not_null, *_not_null_of(own, history, columns)}
         if not own.catalog.tableExists(target):
             body = ", ".join(f"{q(c)} {t}{' not null' if c in required else ''}" for c, t in columns.items())
@@ -113,7 +115,10 @@ def _merge(spark: SparkSession, target: str, staged: str, columns: list[str]) ->
         except Exception as exc:
             if "Concurrent" not in type(exc).__name__ + str(exc)[:300] or attempt == MERGE_ATTEMPTS:
                 raise
-            say(f"{target}: a commit of the table came between this build's read and its write ({first_line(exc)}); again.")
+            say(
+                f"{target}: a commit of the table came between this build's read and its write"
+                f" ({first_line(exc)}); once more."
+            )
             time.sleep(attempt)
     row = metrics[0].asDict() if metrics else {}
     return int(row.get("num_inserted_rows", 0) or 0) + int(row.get("num_deleted_rows", 0) or 0)

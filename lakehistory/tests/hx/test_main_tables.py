@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from engine_case import OPEN
+
 from harness import REPO_ROOT, DbtProject, unique_schema
 from lakehistory.landing.batch import TMAX, Batch, Column
 from lakehistory.landing.write import write_batch
@@ -129,7 +130,7 @@ def latest_version(project: DbtProject) -> int:
 
 
 def commit_time(project: DbtProject, version: int) -> dt.datetime:
-    found = project.rows(f"describe history {{schema}}.orders")
+    found = project.rows("describe history {schema}.orders")
     return next(r["timestamp"] for r in found if r["version"] == version)
 
 

@@ -35,7 +35,9 @@ def not_applied_meanwhile(target: str, pending: list[Batch], state: ledger.Recor
     staged batch whose sequence is not after the last recorded one is on record already."""
     if state.last_sequence is None:
         return pending
-    done = [b for b in pending if b.operation == "batch" and b.sequence is not None and b.sequence <= state.last_sequence]
+    done = [
+        b for b in pending if b.operation == "batch" and b.sequence is not None and b.sequence <= state.last_sequence
+    ]
     if done:
         lock.say(
             f"{target}: batch(es) {', '.join(str(b.batch_id) for b in done)} of {done[0].source_table} were applied by"

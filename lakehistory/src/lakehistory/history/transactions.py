@@ -42,12 +42,15 @@ LAYOUT = (
         "operation",
         "string",
         True,
-        "batch, edit (a commit of a main table), snapshot (an extract captured), cleanup, revert or abandon (sync given up)",
+        "batch, edit (a commit of a main table), snapshot (an extract captured), cleanup, revert or abandon"
+        " (sync given up)",
     ),
     Field("source_table", "string", False, "The landed table the batch belongs to"),
     Field("history_table", "string", True, "The history table the transaction changed (an abandon: the syncs table)"),
     Field("batch_id", "string", False, "The batch (its folder name in the landing root)"),
-    Field("batch_sequence", "bigint", False, "The batch order within its table (an edit: the main table's Delta version)"),
+    Field(
+        "batch_sequence", "bigint", False, "The batch order within its table (an edit: the main table's Delta version)"
+    ),
     Field("author", "string", False, "Who made the change (the batch manifest)"),
     Field("app_id", "string", False, "The application that made the change (the batch manifest)"),
     Field("commit_message", "string", False, "Optional message of the batch manifest"),

@@ -25,13 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 
+from lakehistory.history.lock import say
 from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED
 from lakehistory.sql import q
-
-from lakehistory.history.lock import say
 
 from .rows import OPEN_END_TEXT
 from .spec import STAGING_TYPES, TableSpec
@@ -146,8 +145,9 @@ def staged_edits(
     key = [q(k) for k in spec.key]
     present = set(changes.columns)
     data = [c.name for c in spec.columns]
-    value = lambda name: F.col(q(name)) if name in present else F.lit(None)  # noqa: E731
-    image = F.struct(*[value(name).cast(c.type).alias(name) for name, c in zip(data, spec.columns)])
+    image = F.struct(
+        *[(F.col(q(c.name)) if c.name in present else F.lit(None)).cast(c.type).alias(c.name) for c in spec.columns]
+    )
     post = F.col("_change_type").isin(*_POST)
     # JSON text orders and compares any value (Spark compares no map): the images are chosen
     # and told apart by it.
@@ -161,7 +161,10 @@ def staged_edits(
     for doubled in per_key.where("posts > 1").limit(3).collect():
         say(_doubled_message(main, spec, doubled))
     meta = spark.createDataFrame(
-        [(c.version, first_ordinal + i, c.batch_id, c.author, c.app_id, c.commit_message) for i, c in enumerate(commits)],
+        [
+            (c.version, first_ordinal + i, c.batch_id, c.author, c.app_id, c.commit_message)
+            for i, c in enumerate(commits)
+        ],
         "version bigint, ordinal bigint, batch_id string, author string, app_id string, message string",
     )
     millisecond = F.expr("interval 1 millisecond")
@@ -170,7 +173,10 @@ def staged_edits(
         per_key.where("not (posts = 1 and pre is not null and to_json(post) <=> to_json(pre))")
         .join(meta, "version")
         .select(
-            *[F.coalesce(F.col("post")[n], F.col("pre")[n]).alias(n) if n in spec.key else F.col("post")[n].alias(n) for n in data],
+            *[
+                F.coalesce(F.col("post")[n], F.col("pre")[n]).alias(n) if n in spec.key else F.col("post")[n].alias(n)
+                for n in data
+            ],
             F.when(kind == "replace", F.col("at")).alias(START),
             F.when(kind == "replace", F.lit(OPEN_END_TEXT).cast("timestamp"))
             .otherwise(F.col("at") - millisecond)
@@ -227,9 +233,7 @@ def staged_edits(
     )
 
 
-def _by_key(spec: TableSpec) -> Any:
-    from pyspark.sql import Window
-
+def _by_key(spec: TableSpec) -> WindowSpec:
     return Window.partitionBy("ordinal").orderBy(*[q(k) for k in spec.key])
 
 

@@ -86,10 +86,11 @@ def stage_pending_batches(
     manifests, applied = landed.manifests, landed.applied
     spec = with_migrations(spec, [*(applied.recorded_changes or ()), *manifests])  # also checks every schema change
     pending = pending_manifests(manifests, spec, applied)
-    commits = []
+    staged_edits = []
     if edits_from and history and transactions:
         commits = edits.edit_commits(spark, edits_from, edits.last_recorded(spark, transactions, history))
-    staged_edits = [edits.staged_edits(spark, edits_from, spec, commits, len(pending) + 1)] if commits else []
+        if commits:
+            staged_edits.append(edits.staged_edits(spark, edits_from, spec, commits, len(pending) + 1))
     if not pending:
         if staged_edits:
             return _marked_not_null(staged_edits[0].localCheckpoint(), spec)
