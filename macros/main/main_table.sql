@@ -34,10 +34,11 @@
 {% endmacro %}
 
 
-{#- The relation of the one history model up the lineage of a main-table model (through `_hx`
-    models and views), whose next run reads the table's edits; none when there is none (a table fed
-    by extracts has none: correct those by landing a corrected extract). Two are refused: an edit
-    would have no one history to go to. -#}
+{#- The relation of the history model a main-table model is built from, whose next run reads the
+    table's edits: up its lineage through models, an `_hx` model leads to the history model it
+    names as its `source` (not to the parents of its history foreign keys). None when there is
+    none (a table fed by extracts: correct those by landing a corrected extract). Two are refused:
+    an edit would have no one history to go to. -#}
 {% macro _history_of_main_table(node) %}
   {%- set found = [] -%}
   {%- set seen = [] -%}
@@ -48,8 +49,15 @@
       {%- for parent_id in (current.get('depends_on') or {}).get('nodes', []) if parent_id not in seen -%}
         {%- do seen.append(parent_id) -%}
         {%- set parent = graph.nodes.get(parent_id) -%}
+        {%- set hx_source = ((parent.config.get('meta') or {}).get('lakehistory') or {}).get('hx', {}).get('source') if parent else none -%}
         {%- if parent and lakehistory._is_history_node(parent) -%}
           {%- do found.append(lakehistory._relation_of(parent)) -%}
+        {%- elif hx_source -%}
+          {%- for candidate in graph.nodes.values()
+                if candidate.name == hx_source and lakehistory._is_history_node(candidate)
+                   and candidate.package_name == parent.package_name -%}
+            {%- do found.append(lakehistory._relation_of(candidate)) -%}
+          {%- endfor -%}
         {%- elif parent and parent.resource_type == 'model' -%}
           {%- do next.append(parent) -%}
         {%- endif -%}
@@ -57,6 +65,7 @@
     {%- endfor -%}
     {%- set walk.frontier = next -%}
   {%- endfor -%}
+  {%- set found = found | unique | list -%}
   {%- if found | length > 1 -%}
     {{ exceptions.raise_compiler_error(node.name ~ ": a main table takes edits into one history table, and this one is"
         ~ " built from " ~ (found | join(', ')) ~ ". Build it from one, or make it a view (not editable).") }}

@@ -34,20 +34,20 @@
   {%- set system = lakehistory._reserved_columns('extract') -%}
   {%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | list -%}
   {%- set columns = names | reject('in', system) | list -%}
-  {%- set deleted = "coalesce(r.`dbt_is_deleted` = 'True', false)" if 'dbt_is_deleted' in names else 'false' -%}
+  {%- set deleted = "coalesce(x.`dbt_is_deleted` = 'True', false)" if 'dbt_is_deleted' in names else 'false' -%}
   {%- set open = 'cast(' ~ lakehistory.open_version() ~ ' as ' ~ lakehistory.version_sql_type() ~ ')' -%}
   {{- return(
-      "(select " ~ lakehistory._columns(columns, 'r') ~ ", r.`dbt_valid_from` as `_fivetran_start`,"
-      ~ " case when x.`copy`.`closed` then r.`dbt_valid_to` - interval 1 millisecond else "
+      "(select " ~ lakehistory._columns(columns, 'x') ~ ", x.`dbt_valid_from` as `_fivetran_start`,"
+      ~ " case when x.`copy`.`closed` then x.`dbt_valid_to` - interval 1 millisecond else "
       ~ lakehistory._names()['fivetran_end_of_time'] ~ " end as `_fivetran_end`,"
       ~ " not x.`copy`.`closed` as `_fivetran_active`, cast(null as timestamp) as `_fivetran_synced`,"
       ~ " x.`copy`.`valid_from` as `valid_from`, x.`copy`.`valid_to` as `valid_to`"
-      ~ " from " ~ relation ~ " as r"
-      ~ " inner join " ~ captures ~ " as o on o.`day` = date_format(r.`dbt_valid_from`, 'yyyy-MM-dd')"
-      ~ " left join " ~ captures ~ " as c on c.`day` = date_format(r.`dbt_valid_to`, 'yyyy-MM-dd')"
-      ~ " lateral view explode(array("
+      ~ " from (select r.*, explode(array("
       ~ "named_struct('closed', false, 'valid_from', o.`version`, 'valid_to', coalesce(c.`version`, " ~ open ~ ")),"
       ~ " case when c.`version` is not null then named_struct('closed', true, 'valid_from', c.`version`, 'valid_to', "
-      ~ open ~ ") end)) x as `copy`"
+      ~ open ~ ") end)) as `copy`"
+      ~ " from " ~ relation ~ " as r"
+      ~ " inner join " ~ captures ~ " as o on o.`day` = date_format(r.`dbt_valid_from`, 'yyyy-MM-dd')"
+      ~ " left join " ~ captures ~ " as c on c.`day` = date_format(r.`dbt_valid_to`, 'yyyy-MM-dd')) as x"
       ~ " where x.`copy` is not null and not " ~ deleted ~ ")") -}}
 {% endmacro %}
