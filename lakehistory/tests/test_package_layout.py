@@ -62,7 +62,7 @@ LAYERS = [
     {"names", "sql", "runtime", "invocation"},
     {"landing"},
     {"history"},
-    {"derived", "hx", "operations"},
+    {"derived", "hx", "operations", "main_table"},
     {"command", "macro_names"},
     {"door"},
 ]

@@ -169,6 +169,7 @@ def stage_batches(
         history_table or None,
         project_tables,
         edits_from or None,
+        ctx.versioning.is_current("h"),
     )
 
 
@@ -184,6 +185,11 @@ def refresh_main_table(
 ) -> dict[str, int]:
     """The strategy `main_table`: `target` made equal to the model's rows (lakehistory.main_table)."""
     ctx = Context.of(context)
+    if ctx.versioning.append_only and history:
+        raise main_table.MainTableError(
+            f"{target}: a main table takes people's corrections, which an append-only history"
+            f" ({history}, var lakehistory_append_only) refuses. Build it as a view of the _hx table."
+        )
     return main_table.refresh(spark, ctx.invocation.id, target, staged, keys, history, not_null, checks)
 
 

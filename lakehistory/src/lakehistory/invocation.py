@@ -18,6 +18,7 @@ script, not by dbt) gets a state of its own, which lives as long as the caller k
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -80,3 +81,13 @@ def known(invocation_id: str) -> Invocation | None:
     """The state of `invocation_id` if this process keeps it, without starting one."""
     with _mutex:
         return _current if _current is not None and invocation_id and _current.id == invocation_id else None
+
+
+def say(message: str) -> None:
+    """A line in the invocation's dbt output (dbt's adapter logger), or in Python's log outside dbt."""
+    try:
+        from dbt.adapters.events.logging import AdapterLogger
+
+        AdapterLogger("lakehistory").info(message)
+    except ImportError:
+        logging.getLogger("lakehistory").warning(message)

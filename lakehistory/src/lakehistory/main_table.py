@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 
 from lakehistory.history.ledger import USER_METADATA
-from lakehistory.history.lock import say
 from lakehistory.history.session import own_session, session_conf
+from lakehistory.invocation import say
 from lakehistory.landing.edits import own_commit_metadata
 from lakehistory.landing.spec import first_line
 from lakehistory.sql import q

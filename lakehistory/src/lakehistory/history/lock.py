@@ -56,6 +56,7 @@ from pyspark.sql import SparkSession
 from lakehistory.history.session import writer_turn
 from lakehistory.history.table import HistoryError
 from lakehistory.history.transactions import create_if_missing
+from lakehistory.invocation import say
 
 LEASE_SECONDS = 300
 RENEW_SECONDS = 60
@@ -346,16 +347,6 @@ def _wait_for_change(spark: SparkSession, lock: str, holder: str, deadline: floa
 
 def _version(spark: SparkSession, lock: str) -> int:
     return int(spark.sql(f"describe history {lock} limit 1").collect()[0].version)
-
-
-def say(message: str) -> None:
-    """A line in dbt's output (dbt's adapter logger), or in Python's log outside dbt."""
-    try:
-        from dbt.adapters.events.logging import AdapterLogger
-
-        AdapterLogger("lakehistory").info(message)
-    except ImportError:
-        log.warning(message)
 
 
 @contextlib.contextmanager

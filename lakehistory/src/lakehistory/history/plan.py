@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from lakehistory.history import ledger, lock, syncs
+from lakehistory.history import ledger, syncs
 from lakehistory.history.group import Batch
 from lakehistory.history.table import HistoryError
 from lakehistory.history.writer import Recovered, Writer
+from lakehistory.invocation import say
 from lakehistory.landing import run_reads
 
 
@@ -39,11 +40,11 @@ def not_applied_meanwhile(target: str, pending: list[Batch], state: ledger.Recor
         b for b in pending if b.operation == "batch" and b.sequence is not None and b.sequence <= state.last_sequence
     ]
     if done:
-        lock.say(
+        say(
             f"{target}: batch(es) {', '.join(str(b.batch_id) for b in done)} of {done[0].source_table} were applied by"
             " another run while this one waited for the writer lock; skipped."
         )
-    return pending[len(done) :]  # in sequence order: those applied meanwhile come first
+    return [b for b in pending if b not in done]
 
 
 def transactions_of(

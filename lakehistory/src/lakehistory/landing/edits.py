@@ -20,17 +20,19 @@ table (`own_commit_metadata`) and never reads them as edits.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from lakehistory.history.lock import say
+from lakehistory.invocation import say
 from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED
-from lakehistory.sql import q
+from lakehistory.sql import lit, q
 
 from .rows import OPEN_END_TEXT
 from .spec import STAGING_TYPES, TableSpec
@@ -81,6 +83,7 @@ class EditCommit:
     """A commit of the main table that lakehistory did not make."""
 
     version: int
+    at: dt.datetime  # the commit's time (session time zone, as Spark gives it)
     operation: str
     author: str | None
     app_id: str | None
@@ -102,7 +105,7 @@ def edit_commits(spark: SparkSession, main: str, after: int | None) -> list[Edit
     if after is not None:
         history = history.where(F.col("version") > F.lit(after))
     found = []
-    for r in history.select("version", "operation", "userMetadata", "userName", "engineInfo").collect():
+    for r in history.select("version", "timestamp", "operation", "userMetadata", "userName", "engineInfo").collect():
         meta = _metadata(r.userMetadata)
         if OWN_COMMIT_KEY in meta or r.operation in NO_DATA_OPERATIONS:
             continue
@@ -111,6 +114,7 @@ def edit_commits(spark: SparkSession, main: str, after: int | None) -> list[Edit
         found.append(
             EditCommit(
                 version=int(r.version),
+                at=r.timestamp,
                 operation=str(r.operation),
                 author=None if author is None else str(author),
                 app_id=str(meta.get("app_id") or r.engineInfo or "") or None,
@@ -132,19 +136,76 @@ def _segments(versions: Sequence[int]) -> list[tuple[int, int]]:
     return runs
 
 
+def placed(staged: DataFrame | None, commits: Sequence[EditCommit]) -> tuple[dict[int, int], dict[int, int]]:
+    """Where the edits go among the run's landed batches (`staged`, None: none), as new ordinals:
+    (landed batch's ordinal -> new, edit's version -> new). The two keep their own orders; an
+    edit goes before the first landed batch whose versions all start after the edit's time, so
+    that of a batch and an edit of one key the later in time is applied last (spec rule 7 would
+    otherwise take the later version out). Never before a batch of a sync: its id is reserved, and
+    ids follow the order a table applies in."""
+    landed = []
+    if staged is not None:
+        kind = F.col("_lh_kind")
+        landed = (
+            staged.groupBy("_lh_ordinal")
+            .agg(
+                F.coalesce(
+                    F.min(F.when(kind.isin("replace", "update", "earliest"), F.col(START))),
+                    F.min(F.when(kind == "delete", F.col(END))),
+                ).alias("at"),
+                F.bool_or(F.col("_lh_sync").isNotNull()).alias("sync"),
+            )
+            .orderBy("_lh_ordinal")
+            .collect()  # a row per pending batch
+        )
+    last_sync = max((i for i, b in enumerate(landed) if b.sync), default=-1)
+    batches, edits, i, j = {}, {}, 0, 0
+    while i < len(landed) or j < len(commits):
+        edit_first = j < len(commits) and (
+            i == len(landed) or (i > last_sync and landed[i].at is not None and commits[j].at < landed[i].at)
+        )
+        if edit_first:
+            edits[commits[j].version] = i + j + 1
+            j += 1
+        else:
+            batches[int(landed[i]._lh_ordinal)] = i + j + 1
+            i += 1
+    return batches, edits
+
+
+def renumbered(staged: DataFrame, ordinals: Mapping[int, int]) -> DataFrame:
+    """The landed batches' rows with the ordinals `placed` gave them."""
+    spark = staged.sparkSession
+    moves = spark.createDataFrame(list(ordinals.items()), "_lh_ordinal bigint, _lh_new_ordinal bigint")
+    return (
+        staged.join(F.broadcast(moves), "_lh_ordinal")
+        .withColumn("_lh_ordinal", F.col("_lh_new_ordinal"))
+        .select(*staged.columns)
+    )
+
+
 def staged_edits(
-    spark: SparkSession, main: str, spec: TableSpec, commits: Sequence[EditCommit], first_ordinal: int
+    spark: SparkSession,
+    main: str,
+    spec: TableSpec,
+    commits: Sequence[EditCommit],
+    ordinals: Mapping[int, int],
+    history: str,
+    current: str,
 ) -> DataFrame:
-    """The edits of `commits` as staged rows (the schema of spec.staged_schema): per commit, a
-    marker row and a replace or delete row per key it changed, ordinals from `first_ordinal` on."""
+    """The edits of `commits` as staged rows (the schema of spec.staged_schema), each commit a
+    batch at its ordinal of `ordinals` (version -> ordinal): a marker row, and per key it changed an
+    earliest row at the commit's time (rule 6: the rules close the key's version before it, and
+    take out those after it) and its new version, if it has one; the versions of the key in the
+    history table `history` (`current`: SQL that is true of its rows still current, alias `h`)
+    that start later are sent again as they are, and the new version ends where the next starts."""
     changes = None
     for lo, hi in _segments([c.version for c in commits]):
-        part = spark.sql(f"select * from table_changes({_string(main)}, {lo}, {hi})")
+        part = spark.sql(f"select * from table_changes({lit(main)}, {lo}, {hi})")
         changes = part if changes is None else changes.unionByName(part)
     assert changes is not None
     key = [q(k) for k in spec.key]
     present = set(changes.columns)
-    data = [c.name for c in spec.columns]
     image = F.struct(
         *[(F.col(q(c.name)) if c.name in present else F.lit(None)).cast(c.type).alias(c.name) for c in spec.columns]
     )
@@ -161,37 +222,39 @@ def staged_edits(
     for doubled in per_key.where("posts > 1").limit(3).collect():
         say(_doubled_message(main, spec, doubled))
     meta = spark.createDataFrame(
-        [
-            (c.version, first_ordinal + i, c.batch_id, c.author, c.app_id, c.commit_message)
-            for i, c in enumerate(commits)
-        ],
+        [(c.version, ordinals[c.version], c.batch_id, c.author, c.app_id, c.commit_message) for c in commits],
         "version bigint, ordinal bigint, batch_id string, author string, app_id string, message string",
     )
+    changed = per_key.where("not (posts = 1 and pre is not null and to_json(post) <=> to_json(pre))").join(
+        meta, "version"
+    )
+    later = _later_versions(spark, changed, spec, history, current)
+    next_start = later.groupBy("ordinal", *key).agg(F.min(START).alias("next_start"))
+    changed = changed.join(next_start, ["ordinal", *spec.key], "left")
     millisecond = F.expr("interval 1 millisecond")
-    kind = F.when(F.col("posts") == 0, F.lit("delete")).otherwise(F.lit("replace"))
-    rows = (
-        per_key.where("not (posts = 1 and pre is not null and to_json(post) <=> to_json(pre))")
-        .join(meta, "version")
-        .select(
-            *[
-                F.coalesce(F.col("post")[n], F.col("pre")[n]).alias(n) if n in spec.key else F.col("post")[n].alias(n)
-                for n in data
-            ],
-            F.when(kind == "replace", F.col("at")).alias(START),
-            F.when(kind == "replace", F.lit(OPEN_END_TEXT).cast("timestamp"))
-            .otherwise(F.col("at") - millisecond)
-            .alias(END),
-            (kind == "replace").alias(ACTIVE),
-            F.col("at").alias(SYNCED),
-            # the key's one version of the commit is its earliest (rule 6): the rules close its
-            # active row at the commit's time
-            F.when(kind == "replace", F.lit(True)).alias(EARLIEST),
-            kind.alias("_lh_kind"),
-            "ordinal",
-            "batch_id",
-            "version",
-            F.row_number().over(_by_key(spec)).alias("_lh_row"),
-        )
+    data = [c.name for c in spec.columns]
+
+    versions = changed.where("posts > 0").select(
+        *[F.col("post")[n].alias(n) for n in data],
+        F.col("at").alias(START),
+        F.coalesce(F.col("next_start") - millisecond, F.lit(OPEN_END_TEXT).cast("timestamp")).alias(END),
+        F.col("next_start").isNull().alias(ACTIVE),
+        F.col("at").alias(SYNCED),
+        F.lit("replace").alias("_lh_kind"),
+        "ordinal",
+    )
+    earliest = changed.select(
+        *[(F.coalesce(F.col("post")[n], F.col("pre")[n]) if n in spec.key else F.lit(None)).alias(n) for n in data],
+        F.col("at").alias(START),
+        F.lit(None).cast("timestamp").alias(END),
+        F.lit(None).cast("boolean").alias(ACTIVE),
+        F.lit(None).cast("timestamp").alias(SYNCED),
+        F.lit("earliest").alias("_lh_kind"),
+        "ordinal",
+    )
+    rows = reduce(DataFrame.unionByName, [versions, earliest.select(versions.columns), later.select(versions.columns)])
+    rows = rows.withColumn(
+        "_lh_row", F.row_number().over(Window.partitionBy("ordinal").orderBy(*key, "_lh_kind", START))
     )
     markers = meta.select(
         *[F.lit(None).cast(c.type).alias(c.name) for c in spec.columns],
@@ -199,14 +262,11 @@ def staged_edits(
         F.lit(None).cast("timestamp").alias(END),
         F.lit(None).cast("boolean").alias(ACTIVE),
         F.lit(None).cast("timestamp").alias(SYNCED),
-        F.lit(None).cast("boolean").alias(EARLIEST),
         F.lit("batch").alias("_lh_kind"),
         "ordinal",
-        "batch_id",
-        "version",
         F.lit(0).cast("bigint").alias("_lh_row"),
     )
-    both = rows.unionByName(markers).join(meta.select("ordinal", "author", "app_id", "message"), "ordinal")
+    both = rows.unionByName(markers).join(meta, "ordinal")
     staging = {
         "_lh_unmodified": F.array().cast(STAGING_TYPES["_lh_unmodified"]),
         "_lh_source_table": F.lit(spec.table),
@@ -214,7 +274,7 @@ def staged_edits(
         "_lh_batch_id": F.col("batch_id"),
         "_lh_sequence": F.col("version"),
         "_lh_ordinal": F.col("ordinal"),
-        "_lh_has_earliest_file": F.lit(False),
+        "_lh_has_earliest_file": F.lit(True),
         "_lh_author": F.col("author"),
         "_lh_app_id": F.col("app_id"),
         "_lh_commit_message": F.col("message"),
@@ -228,17 +288,28 @@ def staged_edits(
         END,
         ACTIVE,
         SYNCED,
-        EARLIEST,
+        F.lit(None).cast("boolean").alias(EARLIEST),
         *[staging.get(name, F.lit(None)).cast(t).alias(name) for name, t in STAGING_TYPES.items()],
     )
 
 
-def _by_key(spec: TableSpec) -> WindowSpec:
-    return Window.partitionBy("ordinal").orderBy(*[q(k) for k in spec.key])
-
-
-def _string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+def _later_versions(spark: SparkSession, changed: DataFrame, spec: TableSpec, history: str, current: str) -> DataFrame:
+    """The versions of the changed keys that the history table holds (still current: its
+    Fivetran table) and that start after the edit's time, as the edit's batch sends them again.
+    (The table exists: its main table, whose commits these are, is built from it.)"""
+    stored = spark.table(history).alias("h").where(F.expr(current))
+    present = set(stored.columns)
+    edits = changed.select("ordinal", "at", *[q(k) for k in spec.key]).alias("e")
+    on = [F.col(f"h.{q(k)}") == F.col(f"e.{q(k)}") for k in spec.key] + [F.col(f"h.{q(START)}") > F.col("e.at")]
+    return stored.join(edits, on).select(
+        *[
+            (F.col(f"h.{q(c.name)}") if c.name in present else F.lit(None)).cast(c.type).alias(c.name)
+            for c in spec.columns
+        ],
+        *[F.col(f"h.{q(c)}").alias(c) for c in (START, END, ACTIVE, SYNCED)],
+        F.lit("replace").alias("_lh_kind"),
+        F.col("e.ordinal").alias("ordinal"),
+    )
 
 
 def _doubled_message(main: str, spec: TableSpec, row: Any) -> str:
@@ -248,16 +319,3 @@ def _doubled_message(main: str, spec: TableSpec, row: Any) -> str:
         f" key ({', '.join(spec.key)}): the history takes the greatest of them (by their values as JSON), and the"
         " main table keeps that one row from this run on. Edit the key again to give it other values."
     )
-
-
-def last_recorded(spark: SparkSession, transactions: str, history: str) -> int | None:
-    """The Delta version of the main table's last edit that `history` recorded (None: none)."""
-    if not spark.catalog.tableExists(transactions):
-        return None
-    row = (
-        spark.table(transactions)
-        .where((F.col("history_table") == F.lit(history)) & (F.col("operation") == F.lit("edit")))
-        .agg(F.max("batch_sequence"))
-        .collect()[0]
-    )
-    return None if row[0] is None else int(row[0])

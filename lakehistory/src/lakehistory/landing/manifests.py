@@ -87,6 +87,7 @@ class Applied:
     batch_ids: frozenset[str]
     last_sequence: int | None
     recorded_changes: tuple[dict[str, Any], ...] | None = ()
+    last_edit: int | None = None  # the main table's Delta version of the last edit recorded (landing/edits.py)
 
 
 @dataclass(frozen=True)
@@ -348,8 +349,11 @@ def applied_by_stream(
         return {stream: Applied(frozenset(), None) for stream in streams}
     recorded = spark.table(transactions)
     applied = recorded.where(F.col("source_table").isin(*sorted(landed)))
-    if "operation" in recorded.columns:  # (a table of an earlier layout is refused by the merge, by name)
-        applied = applied.where(F.col("operation") == "batch")  # not a snapshot's capture of the same table
+    # not a snapshot's capture of the same table (a table of an earlier layout, without the
+    # column, is refused by the merge, by name)
+    operation = F.col("operation") if "operation" in recorded.columns else F.lit("batch")
+    applied = applied.where(operation.isin("batch", "edit"))
+    batch = operation == "batch"
     # Any table's landed ids: a table's answer may then hold an id that only another table landed,
     # which says nothing of its own pending batches (those it landed and that are not applied).
     ids = sorted({batch_id for table_ids in landed.values() for batch_id in table_ids})
@@ -358,11 +362,15 @@ def applied_by_stream(
         applied.groupBy("source_table", "history_table")
         .agg(
             F.collect_set(F.when(F.col("batch_id").isin(*ids), F.col("batch_id"))).alias("ids"),
-            F.max("batch_sequence").alias("last"),
+            F.max(F.when(batch, F.col("batch_sequence"))).alias("last"),
+            F.max(F.when(~batch, F.col("batch_sequence"))).alias("last_edit"),
             F.collect_list(
-                F.when(changes != "[]", F.struct(F.col("batch_sequence"), F.col("batch_id"), changes.alias("changes")))
+                F.when(
+                    batch & (changes != "[]"),
+                    F.struct(F.col("batch_sequence"), F.col("batch_id"), changes.alias("changes")),
+                )
             ).alias("changes"),
-            F.bool_or(changes.isNull()).alias("unrecorded"),
+            F.bool_or(batch & changes.isNull()).alias("unrecorded"),
         )
         .collect()  # a row per landed table and history table
     )
@@ -383,10 +391,11 @@ def _applied(rows: list[Any]) -> Applied:
     if not rows:
         return Applied(frozenset(), None)
     ids = frozenset(i for r in rows for i in r.ids)
-    last = max(r.last for r in rows if r.last is not None) if any(r.last is not None for r in rows) else None
+    last = max((r.last for r in rows if r.last is not None), default=None)
+    last_edit = max((r.last_edit for r in rows if r.last_edit is not None), default=None)
     if any(r.unrecorded for r in rows):
-        return Applied(ids, last, None)
-    return Applied(ids, last, _recorded([c for r in rows for c in r.changes]))
+        return Applied(ids, last, None, last_edit)
+    return Applied(ids, last, _recorded([c for r in rows for c in r.changes]), last_edit)
 
 
 def _recorded(changes: list[Any]) -> tuple[dict[str, Any], ...]:

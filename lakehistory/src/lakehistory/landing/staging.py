@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -40,6 +41,7 @@ def register_pending_batches(
     history: str | None = None,
     project_tables: Sequence[Sequence[str]] = (),
     edits_from: str | None = None,
+    current: str = "true",
 ) -> None:
     """For `lakehistory.landing_batches` (lakehistory.door): stage, validate and register the pending
     batches of `table` as the temp view `view`. `run_tables`: every [landing root, table] the
@@ -49,7 +51,8 @@ def register_pending_batches(
     whose own record says which are applied (None: applied by any history table).
     `project_tables`: [landing root, table, kind] of every landed table the project applies
     (run_reads.py), sent with `run_tables`. `edits_from`: the main table whose edits are staged
-    after the landed batches (edits.py)."""
+    among the landed batches (edits.py); `current`: SQL true of the history table's rows still
+    current (alias `h`)."""
     spec = TableSpec(
         table=table,
         key=tuple(key),
@@ -60,7 +63,7 @@ def register_pending_batches(
     found = run_reads.landed(
         spark, invocation or Invocation(""), transactions, landing_root, table, run_tables, history, project_tables
     )
-    staged = stage_pending_batches(spark, landing_root, spec, transactions, found, history, edits_from)
+    staged = stage_pending_batches(spark, landing_root, spec, transactions, found, history, edits_from, current)
     staged.createOrReplaceTempView(view)
 
 
@@ -72,10 +75,12 @@ def stage_pending_batches(
     landed: Landed | BatchError | None = None,
     history: str | None = None,
     edits_from: str | None = None,
+    current: str = "true",
 ) -> DataFrame:
     """The typed, validated rows of every batch of `spec.table` not yet applied to the history
-    table `history` (None: to any), in batch order, then the edits of the main table
-    `edits_from` that `history` has not recorded (edits.py). `_lh_ordinal` numbers the pending
+    table `history` (None: to any), in batch order, and among them the edits of the main table
+    `edits_from` that `history` has not recorded (edits.py; `current`: SQL true of the history
+    table's rows still current, alias `h`). `_lh_ordinal` numbers the pending
     batches 1, 2, ... in the order they must be applied. `landed`: the table's manifests and
     applied batches, when the run has read them already."""
     if landed is None:
@@ -86,15 +91,20 @@ def stage_pending_batches(
     manifests, applied = landed.manifests, landed.applied
     spec = with_migrations(spec, [*(applied.recorded_changes or ()), *manifests])  # also checks every schema change
     pending = pending_manifests(manifests, spec, applied)
-    staged_edits = []
-    if edits_from and history and transactions:
-        commits = edits.edit_commits(spark, edits_from, edits.last_recorded(spark, transactions, history))
-        if commits:
-            staged_edits.append(edits.staged_edits(spark, edits_from, spec, commits, len(pending) + 1))
-    if not pending:
-        if staged_edits:
-            return _marked_not_null(staged_edits[0].localCheckpoint(), spec)
-        return _marked_not_null(spark.createDataFrame([], spec.staged_schema()), spec)
+    commits = edits.edit_commits(spark, edits_from, applied.last_edit) if edits_from and history else []
+    staged = _staged_landed(spark, spec, pending) if pending else None
+    if commits and history and edits_from:
+        batches, placed = edits.placed(staged, commits)
+        edited = edits.staged_edits(spark, edits_from, spec, commits, placed, history, current)
+        staged = edited if staged is None else edits.renumbered(staged, batches).unionByName(edited)
+        staged = staged.localCheckpoint()
+    if staged is None:
+        staged = spark.createDataFrame([], spec.staged_schema())
+    return _marked_not_null(staged, spec)
+
+
+def _staged_landed(spark: SparkSession, spec: TableSpec, pending: list[dict[str, Any]]) -> DataFrame:
+    """The rows of the pending landed batches, read once and validated."""
     changes = schema_change_rows(spark, spec, pending)
     rows = stage_rows(spark, spec, pending)
     staged = reduce(
@@ -111,10 +121,7 @@ def stage_pending_batches(
         raise
     except Exception as exc:  # e.g. a truncated gzip member surfaces when the file is scanned
         raise BatchError(f"Batches {', '.join(m['batch_id'] for m in pending)}: {first_line(exc)}") from exc
-    staged = staged.drop("_lh_bad_cell", "_lh_misuse")
-    if staged_edits:
-        staged = staged.unionByName(staged_edits[0]).localCheckpoint()
-    return _marked_not_null(staged, spec)
+    return staged.drop("_lh_bad_cell", "_lh_misuse")
 
 
 def _marked_not_null(staged: DataFrame, spec: TableSpec) -> DataFrame:
