@@ -233,21 +233,45 @@ def test_a_persons_edits_become_transactions_with_their_author_and_reach_hx_even
     assert {r["order_id"]: str(r["total"]) for r in shop.rows(then)} == {7: "19.90", 8: "5.00"}
 
 
-def test_a_batch_and_an_edit_of_one_key_are_ordered_by_their_times(shop: DbtProject) -> None:
-    """Whatever order they are applied in, the version with the later time is the current one."""
+def current_versions(project: DbtProject, order_id: int) -> list[tuple[str, bool]]:
+    """The key's Fivetran rows (status, active) in time order."""
+    rows = project.rows(
+        "select status, _fivetran_active from {schema}.orders_history"
+        f" where order_id = {order_id} and valid_to = {OPEN} order by _fivetran_start"
+    )
+    return [(r["status"], r["_fivetran_active"]) for r in rows]
+
+
+def test_a_batch_and_an_edit_of_one_key_in_one_run_are_ordered_by_their_times(shop: DbtProject) -> None:
+    """Two batches landed before the run, one with a version before the edit's time and one
+    after: whatever the order they were landed and edited in, the later in time is current."""
     edited = as_person(shop, "gina", "update {schema}.orders set status = 'packed' where order_id = 10")
     at = commit_time(shop, edited).replace(tzinfo=dt.UTC)
     write_batch(shop.landing, orders("b3", 3, at - dt.timedelta(hours=1), (10, "paid", "8.00")))
-    shop.run_ok("run")
-    assert main_rows(shop)[10][:3] == ("packed", "8.00", "gina"), "the edit is later than the batch's version"
     write_batch(shop.landing, orders("b4", 4, at + dt.timedelta(seconds=1), (10, "shipped", "8.00")))
     shop.run_ok("run")
-    assert main_rows(shop)[10][:3] == ("shipped", "8.00", "shop-sync"), "the batch's version is later"
-    versions = shop.rows(
-        "select status from {schema}.orders_history where order_id = 10"
-        f" and valid_to = {OPEN} order by _fivetran_start"
+    assert main_rows(shop)[10][:3] == ("shipped", "8.00", "shop-sync")
+    assert current_versions(shop, 10) == [("placed", False), ("paid", False), ("packed", False), ("shipped", True)]
+    assert edits(shop)[-1][:2] == ("gina", edited)
+
+
+def test_an_edit_before_a_version_the_history_holds_goes_in_before_it(shop: DbtProject) -> None:
+    """A source version that starts after the edit's time (a change the source dates ahead) stays
+    current; the edit is a version of its own until it starts, and a deletion so too."""
+    ahead = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(days=1)
+    write_batch(shop.landing, orders("b5", 5, ahead, (11, "scheduled", "1.00"), (12, "scheduled", "2.00")))
+    shop.run_ok("run")
+    as_person(shop, "hugo", "update {schema}.orders set total = 1.50 where order_id = 11")
+    as_person(shop, "hugo", "delete from {schema}.orders where order_id = 12")
+    shop.run_ok("run")
+    assert current_versions(shop, 11) == [("scheduled", False), ("scheduled", True)]
+    totals = shop.rows(
+        "select cast(total as string) as total from {schema}.orders_history"
+        f" where order_id = 11 and valid_to = {OPEN} order by _fivetran_start"
     )
-    assert [r["status"] for r in versions] == ["placed", "paid", "packed", "shipped"]
+    assert [r["total"] for r in totals] == ["1.50", "1.00"]
+    assert current_versions(shop, 12) == [("scheduled", True)], "the deletion before it takes nothing out"
+    assert {11, 12} <= main_rows(shop).keys()
 
 
 def test_an_edit_made_while_a_run_applies_is_read_by_the_next_run(shop: DbtProject) -> None:

@@ -6,11 +6,15 @@ becomes one batch of the history table it is built from: a transaction of its ow
 `edit`), with the commit's author, application and time, applied by the same rules as a landed
 batch. Per key of the commit:
 
-- a row it inserted or updated: a version with those values that starts at the commit's time
-  and is the key's earliest of the batch (spec rule 6), so that it ends the version before it;
-- a row it deleted (and did not insert again): a deletion at the commit's time (its
-  `_fivetran_end` 1 ms before, as for a landed delete, so that `mod_time` is the commit's time);
+- a row it inserted or updated: a version with those values that starts at the commit's time;
+- a row it deleted (and did not insert again): a deletion at the commit's time (the version
+  before it ends 1 ms before, as for a landed delete, so that `mod_time` is the commit's time);
 - a row it rewrote with the same values: nothing.
+
+An edit is a version in time like any other: the batch restates the key from the commit's time
+on (an earliest row, spec rules 6 to 8), sending again the versions the history table holds that
+start later (a source that dates a change ahead), so that they stay after it; and a run applies
+its edits among its landed batches by their times (`placed`).
 
 The main table's Delta version is the batch's sequence (`batch_sequence` in the transactions
 table): the next run reads the commits after the last one its history table recorded, so an edit
@@ -196,9 +200,10 @@ def staged_edits(
     """The edits of `commits` as staged rows (the schema of spec.staged_schema), each commit a
     batch at its ordinal of `ordinals` (version -> ordinal): a marker row, and per key it changed an
     earliest row at the commit's time (rule 6: the rules close the key's version before it, and
-    take out those after it) and its new version, if it has one; the versions of the key in the
-    history table `history` (`current`: SQL that is true of its rows still current, alias `h`)
-    that start later are sent again as they are, and the new version ends where the next starts."""
+    take out those after it) and its new version, or, for a key it deleted that has no later
+    version, a delete row; the versions of the key in the history table `history` (`current`: SQL
+    true of its rows still current, alias `h`) that start later are sent again as they are, and
+    the new version ends where the next starts."""
     changes = None
     for lo, hi in _segments([c.version for c in commits]):
         part = spark.sql(f"select * from table_changes({lit(main)}, {lo}, {hi})")
@@ -243,16 +248,21 @@ def staged_edits(
         F.lit("replace").alias("_lh_kind"),
         "ordinal",
     )
-    earliest = changed.select(
+    # A key the commit deleted is in no earliest set (rule 6) unless it has versions to send
+    # again: its delete row then closes its version (rule 11), at the same time as rule 8 would.
+    only_deleted = (F.col("posts") == 0) & F.col("next_start").isNull()
+    earliest_or_delete = changed.select(
         *[(F.coalesce(F.col("post")[n], F.col("pre")[n]) if n in spec.key else F.lit(None)).alias(n) for n in data],
-        F.col("at").alias(START),
-        F.lit(None).cast("timestamp").alias(END),
+        F.when(~only_deleted, F.col("at")).alias(START),
+        F.when(only_deleted, F.col("at") - millisecond).alias(END),
         F.lit(None).cast("boolean").alias(ACTIVE),
         F.lit(None).cast("timestamp").alias(SYNCED),
-        F.lit("earliest").alias("_lh_kind"),
+        F.when(only_deleted, F.lit("delete")).otherwise(F.lit("earliest")).alias("_lh_kind"),
         "ordinal",
     )
-    rows = reduce(DataFrame.unionByName, [versions, earliest.select(versions.columns), later.select(versions.columns)])
+    rows = reduce(
+        DataFrame.unionByName, [versions, earliest_or_delete.select(versions.columns), later.select(versions.columns)]
+    )
     rows = rows.withColumn(
         "_lh_row", F.row_number().over(Window.partitionBy("ordinal").orderBy(*key, "_lh_kind", START))
     )
