@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -297,3 +298,60 @@ def test_full_refresh_of_a_main_table_keeps_it_and_its_edits(shop: DbtProject) -
     transactions = len(shop.rows("select * from {schema}.lakehistory_transactions"))
     shop.run_ok("run")
     assert len(shop.rows("select * from {schema}.lakehistory_transactions")) == transactions, "nothing twice"
+
+
+def test_generated_edits_and_batches_give_the_reference_s_current_rows(shop: DbtProject) -> None:
+    """Rounds of random edits by random people (updates, deletes, inserts, several to one key) and
+    a landed batch dated before or after them, one run each; the main table against a reference
+    written from the rules: a run applies its batch and edits in time order; a batch restates its
+    keys from its time on, an edit puts one version (or a deletion) at its commit's time."""
+    rng = random.Random(71)
+    keys = list(range(100, 112))
+    history: dict[int, list[tuple[dt.datetime, tuple[str, str, str] | None]]] = {}  # reference: key -> versions
+    sequence = 10
+    for round_ in range(4):
+        in_run: list[tuple[dt.datetime, str, Any]] = []
+        present = {k for k, v in history.items() if v and max(v)[1] is not None}
+        for _ in range(rng.randint(2, 5)):
+            key = rng.choice(keys)
+            who = rng.choice(["ines", "jon", "kim"])
+            if key in present and rng.random() < 0.3:
+                version = as_person(shop, who, f"delete from {{schema}}.orders where order_id = {key}")
+                present.discard(key)
+                in_run.append((commit_time(shop, version), "edit", (key, None)))
+            else:
+                total = f"{rng.randint(1, 99)}.{rng.randint(0, 99):02d}"
+                status = rng.choice(["placed", "paid", "held"])
+                statement = (
+                    f"update {{schema}}.orders set status = '{status}', total = {total} where order_id = {key}"
+                    if key in present
+                    else f"insert into {{schema}}.orders values ({key}, 'north', '{status}', {total}, null, null)"
+                )
+                version = as_person(shop, who, statement)
+                present.add(key)
+                in_run.append((commit_time(shop, version), "edit", (key, (status, f"{float(total):.2f}", who))))
+        # the batch is dated around the round's edits: before all, between, or after all of them
+        edit_times = [t for t, _, _ in in_run]
+        at = (
+            rng.choice(edit_times) + dt.timedelta(milliseconds=rng.choice([-500, 1]))
+            if rng.random() < 0.7
+            else (max(edit_times) + dt.timedelta(seconds=5))
+        )
+        landed = rng.sample(keys, 3)
+        sequence += 1
+        rows = [(k, "synced", f"{round_ + 1}.00") for k in landed]
+        write_batch(shop.landing, orders(f"g{sequence}", sequence, at.replace(tzinfo=dt.UTC), *rows))
+        in_run.append((at, "batch", rows))
+        shop.run_ok("run")
+        for time, kind, what in sorted(in_run, key=lambda e: e[0]):
+            if kind == "batch":
+                for k, status, total in what:
+                    kept = [v for v in history.get(k, []) if v[0] < time]
+                    history[k] = [*kept, (time, (status, f"{float(total):.2f}", "shop-sync"))]
+            else:
+                k, values = what
+                history.setdefault(k, []).append((time, values))
+                history[k].sort(key=lambda v: v[0])
+        expected = {k: max(v)[1] for k, v in history.items() if v and max(v)[1] is not None}
+        got = {k: v[:3] for k, v in main_rows(shop).items() if k in keys}
+        assert got == expected, f"round {round_}"
