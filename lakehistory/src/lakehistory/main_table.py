@@ -62,7 +62,7 @@ def refresh(
                 f"{target}: the unique_key column(s) {', '.join(missing)} are not among the model's columns"
             )
         required = {*keys, *not_null, *_not_null_of(own, history, columns)}
-        if not own.catalog.tableExists(target):
+        if not own.catalog.tableExists(target.replace("`", "")):
             body = ", ".join(f"{q(c)} {t}{' not null' if c in required else ''}" for c, t in columns.items())
             own.sql(f"create table {target} ({body}) using delta tblproperties ('{CHANGE_DATA_FEED}' = 'true')")
         else:
@@ -73,7 +73,7 @@ def refresh(
 
 def _not_null_of(spark: SparkSession, history: str | None, columns: dict[str, str]) -> list[str]:
     """The model's columns that the history table declares NOT NULL (its source declares them)."""
-    if not history or not spark.catalog.tableExists(history):
+    if not history or not spark.catalog.tableExists(history.replace("`", "")):
         return []
     return [f.name for f in spark.table(history).schema.fields if not f.nullable and f.name in columns]
 

@@ -103,7 +103,7 @@ def edit_commits(spark: SparkSession, main: str, after: int | None) -> list[Edit
     did not make, oldest first; none when the table does not exist. The author is the commit's
     userMetadata (its text, or the `author` of a JSON object), else its userName (which OSS Delta
     leaves empty); the application is the JSON's `app_id`, else the engine that committed."""
-    if not spark.catalog.tableExists(main):
+    if not spark.catalog.tableExists(main.replace("`", "")):
         return []
     history = spark.sql(f"describe history {main}")
     if after is not None:
@@ -224,6 +224,8 @@ def staged_edits(
         F.max_by(image, F.when(post, text)).alias("post"),
         F.max_by(image, F.when(~post, text)).alias("pre"),
     )
+    # As many rows as the edits changed: read from the change feed once, for every use below.
+    per_key = per_key.localCheckpoint()
     for doubled in per_key.where("posts > 1").limit(3).collect():
         say(_doubled_message(main, spec, doubled))
     meta = spark.createDataFrame(
@@ -307,7 +309,10 @@ def _later_versions(spark: SparkSession, changed: DataFrame, spec: TableSpec, hi
     """The versions of the changed keys that the history table holds (still current: its
     Fivetran table) and that start after the edit's time, as the edit's batch sends them again.
     (The table exists: its main table, whose commits these are, is built from it.)"""
-    stored = spark.table(history).alias("h").where(F.expr(current))
+    first = spec.key[0]
+    lo, hi = changed.agg(F.min(q(first)), F.max(q(first))).collect()[0]
+    # the edited keys' range lets Delta skip the history table's files outside it
+    stored = spark.table(history).alias("h").where(F.expr(current) & F.col(f"h.{q(first)}").between(lo, hi))
     present = set(stored.columns)
     edits = changed.select("ordinal", "at", *[q(k) for k in spec.key]).alias("e")
     on = [F.col(f"h.{q(k)}") == F.col(f"e.{q(k)}") for k in spec.key] + [F.col(f"h.{q(START)}") > F.col("e.at")]
