@@ -309,7 +309,7 @@ def test_generated_edits_and_batches_give_the_reference_s_current_rows(shop: Dbt
     keys = list(range(100, 112))
     history: dict[int, list[tuple[dt.datetime, tuple[str, str, str] | None]]] = {}  # reference: key -> versions
     sequence = 10
-    for round_ in range(4):
+    for round_ in range(3):
         in_run: list[tuple[dt.datetime, str, Any]] = []
         present = {k for k, v in history.items() if v and max(v)[1] is not None}
         for _ in range(rng.randint(2, 5)):
