@@ -355,3 +355,19 @@ def test_generated_edits_and_batches_give_the_reference_s_current_rows(shop: Dbt
         expected = {k: max(v)[1] for k, v in history.items() if v and max(v)[1] is not None}
         got = {k: v[:3] for k, v in main_rows(shop).items() if k in keys}
         assert got == expected, f"round {round_}"
+
+
+def test_an_edit_is_undone_as_a_batch_is(shop: DbtProject) -> None:
+    """An edit transaction is taken back by `lakehistory.undo`, and the next build of the main
+    table shows the values from before it."""
+    before = main_rows(shop)[7]
+    as_person(shop, "lena", "update {schema}.orders set status = 'lost' where order_id = 7")
+    shop.run_ok("run")
+    assert main_rows(shop)[7][:3] == ("lost", before[1], "lena")
+    txn = shop.rows("select max(txn_id) as txn from {schema}.lakehistory_transactions where operation = 'edit'")[0]
+    shop.run_ok(
+        "run-operation", "lakehistory.undo", "--args", json.dumps({"model": "orders_history", "txn_id": txn["txn"]})
+    )
+    shop.run_ok("run")
+    assert main_rows(shop)[7][:2] == before[:2]
+    assert edits(shop)[-1][0] == "lena", "the undo is a transaction of its own, the edit stays on record"
