@@ -152,7 +152,7 @@ def stage_batches(
     the staging feeds no history model), whose own record says which batches are applied.
     `project_tables`: every landed table something of the project applies (run_reads.py), sent
     with `run_tables` by the invocation's first staging. `edits_from`: the main table built from
-    the history table, whose edits are staged after the batches (landing/edits.py)."""
+    the history table, whose edits are staged among the batches (landing/edits.py)."""
     ctx = Context.of(context)
     staging.register_pending_batches(
         spark,
