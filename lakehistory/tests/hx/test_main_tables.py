@@ -15,6 +15,7 @@ import pytest
 from engine_case import OPEN
 
 from harness import REPO_ROOT, DbtProject, unique_schema
+from lakehistory.history import apply, lock
 from lakehistory.landing.batch import TMAX, Batch, Column
 from lakehistory.landing.write import write_batch
 from lakehistory.names import EARLIEST, END, START
@@ -371,3 +372,28 @@ def test_an_edit_is_undone_as_a_batch_is(shop: DbtProject) -> None:
     shop.run_ok("run")
     assert main_rows(shop)[7][:2] == before[:2]
     assert edits(shop)[-1][0] == "lena", "the undo is a transaction of its own, the edit stays on record"
+
+
+class StoppedError(Exception):
+    pass
+
+
+def test_a_run_stopped_while_it_applies_an_edit_and_run_again_records_it_once(
+    shop: DbtProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped before its history commit, or between the commit and its record, leaves
+    the edit to the next run, which records it once (the commit carries its transaction)."""
+    for cents, point in enumerate(("computed", "committed"), start=11):
+        edited = as_person(shop, "mia", f"update {{schema}}.orders set total = 8.{cents} where order_id = 7")
+
+        def stop(name: str, point: str = point) -> None:
+            if name == point:
+                raise StoppedError(name)
+
+        monkeypatch.setattr(apply, "_reached", stop)
+        shop.run_fails("run", "--select", "orders_history")
+        monkeypatch.setattr(apply, "_reached", lambda name: None)
+        monkeypatch.setattr(lock, "unrecorded", set())  # a new process: no memory of the stopped run
+        shop.run_ok("run")
+        assert [e[:2] for e in edits(shop) if e[1] == edited] == [("mia", edited)], point
+        assert main_rows(shop)[7][1:3] == (f"8.{cents}", "mia"), point
