@@ -34,7 +34,7 @@ from lakehistory.history.writer import Writer
 from lakehistory.hx.foreign_keys import history_fk_sql
 from lakehistory.invocation import Invocation, Project
 from lakehistory.landing import extracts, run_reads, staging
-from lakehistory.operations import abandon, tags
+from lakehistory.operations import abandon, branches, tags
 from lakehistory.operations import revert as reverts
 
 
@@ -330,6 +330,48 @@ def drop_tag(spark: SparkSession, context: Mapping[str, Any], name: str) -> bool
     """Drop a tag; whether there was one."""
     ctx = Context.of(context)
     return tags.drop_tag(spark, ctx.writer, name)
+
+
+def create_branch(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    name: str,
+    schema: str,
+    branch_transactions: str,
+    tables: Sequence[Mapping[str, Any]],
+    fork: int,
+    visible_txn_id: int,
+    author: str | None,
+) -> dict[str, Any]:
+    """A branch: the project's history tables and snapshots shallow-cloned as of transaction `fork`."""
+    ctx = Context.of(context)
+    branch = branches.Branch(branches.check_name(name), branch_transactions)
+    return branches.create(
+        spark, ctx.writer, branch, schema, [dict(t) for t in tables], int(fork), int(visible_txn_id), author
+    )
+
+
+def publish_branch(
+    spark: SparkSession,
+    context: Mapping[str, Any],
+    name: str,
+    schema: str,
+    branch_transactions: str,
+    tables: Sequence[Mapping[str, Any]],
+    author: str | None,
+) -> dict[str, Any]:
+    """A branch's transactions made one transaction of main; the branch dropped."""
+    ctx = Context.of(context)
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
+    branch = branches.Branch(branches.check_name(name), branch_transactions)
+    return branches.publish(spark, ctx.writer, branch, schema, [dict(t) for t in tables], ctx.versioning, author)
+
+
+def drop_branch(spark: SparkSession, context: Mapping[str, Any], name: str, schema: str) -> bool:
+    """Drop a branch's schema; whether there was one."""
+    Context.of(context)
+    branches.check_name(name)
+    return branches.drop(spark, schema)
 
 
 # -- the lakehistory command -------------------------------------------------------------------------

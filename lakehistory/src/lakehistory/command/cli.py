@@ -10,6 +10,10 @@ names (the embedded Spark or a Spark Connect server): a dbt operation, so it rea
     lakehistory tag NAME [TXN] [--note TEXT]   name a transaction (default: the last visible one)
     lakehistory tag --drop NAME                drop a tag
     lakehistory tags                           the tags
+    lakehistory branch create NAME [--from TAG|TXN]
+                                               a branch: the schema <schema>__NAME as of a tag or transaction
+    lakehistory branch publish NAME            the branch's transactions as one transaction of main
+    lakehistory branch drop NAME               drop the branch
 
 Every command takes dbt's --project-dir, --profiles-dir and --target (run it in the project's
 folder, as dbt is, or name the folder).
@@ -56,6 +60,10 @@ def parser() -> argparse.ArgumentParser:
     tag.add_argument("--note", help="why, kept with the tag")
     tag.add_argument("--drop", action="store_true", help="drop the tag NAME")
     commands.add_parser("tags", parents=[dbt], help="the tags")
+    branch = commands.add_parser("branch", parents=[dbt], help="create, publish or drop a branch")
+    branch.add_argument("action", choices=["create", "publish", "drop"])
+    branch.add_argument("name", metavar="NAME")
+    branch.add_argument("--from", dest="fork", metavar="TAG|TXN", help="create: a tag or a transaction id")
     return top
 
 
@@ -75,8 +83,19 @@ def dbt_arguments(argv: Sequence[str] | None = None) -> list[str]:
             return ["run-operation", "lakehistory.drop_tag", "--args", json.dumps({"name": args["name"]}), *dbt]
         asked = {k: args[k] for k in ("name", "txn", "note") if args[k] is not None}
         return ["run-operation", "lakehistory.tag", "--args", json.dumps(asked), *dbt]
+    if command == "branch":
+        return ["run-operation", f"lakehistory.{args['action']}_branch", "--args", json.dumps(_branch_args(args)), *dbt]
     request = {"command": command, "args": args}
     return ["run-operation", "lakehistory.inspect", "--args", json.dumps(request), "--quiet", *dbt]
+
+
+def _branch_args(args: dict) -> dict:
+    asked = {"name": args["name"]}
+    if args["fork"] is not None:
+        if args["action"] != "create":
+            parser().error("branch: --from is for create only")
+        asked["txn" if args["fork"].isdigit() else "tag"] = int(args["fork"]) if args["fork"].isdigit() else args["fork"]
+    return asked
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,458 @@
+"""Branches: write a risky sync or a backfill beside main, test it there, publish it as one
+transaction of main or drop it (seed 002: "snapshots ..., tagging, branching and views";
+write-audit-publish).
+
+    lakehistory.door.create_branch, publish_branch, drop_branch   # from the macros of the same names
+
+A branch is a schema, `<schema>__<name>`, that a dbt target points at. Creating it shallow-clones
+(Delta: the new table's log names the files of the old one, nothing is copied) every history
+table and every snapshot of extracts at its Delta version as of the fork, a transaction visible
+then, and the transactions, syncs and tags tables cut to the fork. Runs on the branch apply what
+main had not applied at the fork, under ids after it; the tables derived from the history (`_hx`,
+events, states, main tables) are built there from the branch's history. Main's readers never see
+the branch: it is another schema.
+
+Publishing makes the branch's transactions one transaction n of main, under main's writer lock,
+reserved as a revert's is (syncs.reserve_operation), so a stop is completed by asking again:
+
+- per history table, in one MERGE: the rows the branch closed are closed at n, the rows it opened
+  and still holds current are opened at n (a version the branch opened and closed again was
+  never current at any version main will have, so it is not copied); its commit carries n;
+- per snapshot of extracts: the branch's captures' rows, merged by `dbt_scd_id`;
+- the branch's transaction rows are recorded under n, with the counts on one row per table, so
+  that main counts their batches and extracts as applied and the derived models read n once.
+
+It is refused when main moved in a way that conflicts: a transaction of a table the branch
+changed after the fork, a sync the branch applied that main has reserved, a sync the branch
+applied to only some of its tables, and a cleanup or a given-up sync on the branch. A published
+branch is dropped; its transactions stay, under n, in main's log.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
+
+from lakehistory.history import ledger, lock, records, syncs
+from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
+from lakehistory.history.session import own_session, session_conf
+from lakehistory.history.table import HistoryError, Versioning
+from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, syncs_relation
+from lakehistory.history.writer import Writer
+from lakehistory.names import VALID_FROM, VALID_TO
+from lakehistory.operations import revert
+from lakehistory.operations.tags import tags_relation
+from lakehistory.sql import cols, lit, q
+
+NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# The branch's transactions table says what it is in this table property (JSON).
+PROPERTY = "lakehistory.branch"
+PUBLISH_VIEW = "__lh_publish"
+# The points between a publish's statements where a stop leaves the tables in a different state.
+STOP_POINTS = ("reserved", "committed", "recorded")
+
+
+def _reached(point: str) -> None:
+    """A named point of the publish (see STOP_POINTS); nothing happens here."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table a branch holds: its model, its relation on main and on the branch, its key, and
+    its kind ('history' or 'snapshot', a dbt snapshot of daily extracts)."""
+
+    model: str
+    target: str
+    branch: str
+    keys: tuple[str, ...]
+    kind: str
+
+    @classmethod
+    def of(cls, given: dict[str, Any]) -> Table:
+        return cls(str(given["model"]), str(given["target"]), str(given["branch"]), tuple(given["keys"]), given["kind"])
+
+
+@dataclass(frozen=True)
+class Branch:
+    """The branch `name`: its transactions table (with its syncs and tags tables beside it)."""
+
+    name: str
+    transactions: str
+
+    def described(self, spark: SparkSession) -> dict[str, Any] | None:
+        """What the branch's creation wrote (PROPERTY), None for no branch or one cut short."""
+        if not spark.catalog.tableExists(self.transactions.replace("`", "")):
+            return None
+        found = [r.value for r in spark.sql(f"show tblproperties {self.transactions}").collect() if r.key == PROPERTY]
+        return json.loads(found[0]) if found else None
+
+
+def check_name(name: str) -> str:
+    if not NAME.fullmatch(name or ""):
+        raise HistoryError(
+            f"branch {name!r}: a branch's name is 1 to 40 lower-case letters, digits or '_', starting with a letter"
+            " (it names the branch's schema)"
+        )
+    return name
+
+
+# -- create ------------------------------------------------------------------------------------------
+
+
+def create(
+    spark: SparkSession,
+    writer: Writer,
+    branch: Branch,
+    schema: str,
+    tables: Sequence[dict[str, Any]],
+    fork: int,
+    visible_txn_id: int,
+    author: str | None,
+) -> dict[str, Any]:
+    """Create `branch` (schema `schema`) from transaction `fork` of main (`writer`'s). Refused:
+    a branch of that name already, and a transaction not visible yet. A creation cut short
+    (no PROPERTY yet) is made anew."""
+    check_name(branch.name)
+    if branch.described(spark) is not None:
+        raise HistoryError(
+            f"branch {branch.name} exists already ({schema}): publish it or drop it first (lakehistory branch drop"
+            f" {branch.name})"
+        )
+    chosen = [Table.of(dict(t)) for t in tables]
+    transactions = writer.transactions
+    with writer.holding(spark), own_session(spark) as spark:
+        log = spark.table(transactions)
+        last = log.agg(F.max("txn_id")).collect()[0][0] or 0
+        if fork < 0 or fork > last:
+            raise HistoryError(f"branch {branch.name}: there is no transaction {fork} (the last one is {last})")
+        if fork > visible_txn_id:
+            raise HistoryError(
+                f"branch {branch.name}: transaction {fork} is not visible yet (the last visible one is"
+                f" {visible_txn_id}): a branch from it would hold part of a sync"
+            )
+        versions = {
+            r.history_table: int(r.version)
+            for r in log.where(F.col("txn_id") <= F.lit(fork))
+            .groupBy("history_table")
+            .agg(F.max("delta_version").alias("version"))
+            .collect()  # a row per table
+        }
+        started = log.where(F.col("txn_id") == F.lit(fork)).select(F.date_format("started_at", _TEXT)).limit(1)
+        fork_started = (started.collect() or [[None]])[0][0]
+        spark.sql(f"drop schema if exists {q(schema)} cascade")  # a creation cut short
+        spark.sql(f"create schema {q(schema)}")
+        cloned = []
+        for table in chosen:
+            if table.target in versions:
+                spark.sql(f"create table {table.branch} shallow clone {table.target} version as of {versions[table.target]}")
+                cloned.append(table.model)
+        _clone_cut(spark, transactions, branch.transactions, fork)
+        # On the branch, every transaction up to the fork names the branch's table, and is in the
+        # clone's first version; an edit's sequence names a version of main's main table, which
+        # the branch does not have.
+        renamed = " ".join(f"when {lit(t.target)} then {lit(t.branch)}" for t in chosen)
+        spark.sql(
+            f"update {branch.transactions} set `delta_version` = 0,"
+            f" `history_table` = case `history_table` {renamed} else `history_table` end,"
+            " `batch_sequence` = case when `operation` = 'edit' then null else `batch_sequence` end"
+        )
+        _clone_cut(spark, syncs_relation(transactions), syncs_relation(branch.transactions), fork)
+        if spark.catalog.tableExists(tags_relation(transactions).replace("`", "")):
+            _clone_cut(spark, tags_relation(transactions), tags_relation(branch.transactions), fork)
+        described = {
+            "name": branch.name,
+            "of": transactions,
+            "fork": fork,
+            "fork_started": fork_started,
+            "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "created_by": author,
+        }
+        spark.sql(f"alter table {branch.transactions} set tblproperties ({lit(PROPERTY)} = {lit(json.dumps(described))})")
+    return {"branch": branch.name, "schema": schema, "fork": fork, "tables": cloned}
+
+
+_TEXT = "yyyy-MM-dd HH:mm:ss.SSS"
+
+
+def _clone_cut(spark: SparkSession, source: str, target: str, fork: int) -> None:
+    spark.sql(f"create table {target} shallow clone {source}")
+    spark.sql(f"delete from {target} where `txn_id` > {int(fork)}")
+
+
+def drop(spark: SparkSession, schema: str) -> bool:
+    """Drop the branch's schema and its tables (main's files, which its clones name, stay)."""
+    if not spark.catalog.databaseExists(schema):
+        return False
+    spark.sql(f"drop schema {q(schema)} cascade")
+    return True
+
+
+# -- publish -----------------------------------------------------------------------------------------
+
+
+def publish(
+    spark: SparkSession,
+    writer: Writer,
+    branch: Branch,
+    schema: str,
+    tables: Sequence[dict[str, Any]],
+    versioning: Versioning,
+    author: str | None,
+) -> dict[str, Any]:
+    """Publish `branch` to main (`writer`'s) as one transaction; the branch is dropped after."""
+    described = branch.described(spark)
+    if described is None:
+        raise HistoryError(f"there is no branch {branch.name} ({schema}): lakehistory branch create {branch.name}")
+    if versioning.append_only:
+        raise HistoryError(f"branch {branch.name}: an append-only history (valid_from only) cannot be published")
+    if "published" in described:
+        drop(spark, schema)
+        return {"transaction": described["published"], "tables": {}, "already_done": True}
+    fork = int(described["fork"])
+    at = str(fork) if versioning.version_type == "integer" else f"timestamp'{described['fork_started'] or '0001-01-01'}'"
+    by_branch = {t.branch: t for t in (Table.of(dict(x)) for x in tables)}
+    request = json.dumps({"operation": "publish_branch", "branch": branch.name})
+    transactions = writer.transactions
+    with writer.holding(spark), own_session(spark) as spark:
+        rows = (
+            spark.table(branch.transactions)
+            .where(F.col("txn_id") > F.lit(fork))
+            .orderBy("txn_id", "row_index")
+            .collect()  # a row per transaction and table of the branch
+        )
+        if not rows:
+            raise HistoryError(f"branch {branch.name} has no transaction after the fork ({fork}): nothing to publish")
+        found = syncs.operations(spark, transactions, request)
+        stopped = next((o for o in found if o.waiting), None)
+        if stopped is None:
+            _refuse_branch_state(spark, branch, rows, by_branch, fork)
+        changed = [by_branch[t] for t in dict.fromkeys(r.history_table for r in rows)]
+        for table in changed:
+            writer.recover(spark, table.target)
+        states = ledger.recorded_for(spark, transactions, [t.target for t in changed])
+        if stopped is None:
+            _refuse_main_moved(spark, transactions, branch, rows, changed, states, fork)
+            who = author or spark.sql("select current_user()").collect()[0][0]
+            first = states[changed[0].target]
+            reservation, _ = syncs.reserve_operation(
+                spark, transactions, "publish_branch", [t.target for t in changed], who, request, first
+            )
+            todo = changed
+        else:
+            reservation = stopped
+            todo = [t for t in changed if t.target in stopped.waiting]
+        _reached("reserved")
+        counts: dict[str, tuple[int, int]] = {}
+        commits = []
+        with records.committing([t.target for t in todo]):
+            for table in todo:
+                of_table = [r for r in rows if r.history_table == table.branch]
+                commit, counts[table.model] = _publish_table(spark, table, versioning, at, of_table, reservation, branch)
+                commits.append((table.target, commit))
+                _reached("committed")
+            writer.record(spark, commits, stop=lambda point: None)
+        _reached("recorded")
+        txn_id = reservation.reserved.txn_id
+        spark.sql(
+            f"alter table {branch.transactions} set tblproperties"
+            f" ({lit(PROPERTY)} = {lit(json.dumps({**described, 'published': txn_id}))})"
+        )
+    drop(spark, schema)
+    return {
+        "transaction": txn_id,
+        "tables": {m: {"versions_closed": c[0], "versions_opened": c[1]} for m, c in counts.items()},
+        "already_done": False,
+    }
+
+
+def _refuse_branch_state(
+    spark: SparkSession, branch: Branch, rows: list[Row], by_branch: dict[str, Table], fork: int
+) -> None:
+    """What the branch did that main cannot take as one transaction."""
+    for r in rows:
+        if r.operation in ("cleanup", ABANDON):
+            raise HistoryError(
+                f"branch {branch.name}: its transaction {r.txn_id} is a {r.operation} of {r.history_table}, which"
+                " is not published (run it on main). Nothing was changed."
+            )
+        if r.history_table not in by_branch:
+            raise HistoryError(
+                f"branch {branch.name}: its transaction {r.txn_id} changed {r.history_table}, which is not a history"
+                " table or snapshot of this project's branch. Nothing was changed."
+            )
+    partial = spark.sql(
+        f"""
+        select s.`sync_id`, s.`txn_id`, array_except(s.`tables`, coalesce(d.`recorded`, array())) as `missing`
+        from {syncs_relation(branch.transactions)} as s
+        left join (
+            select `txn_id`, array_union(collect_set(`source_table`), collect_set(`history_table`)) as `recorded`
+            from {branch.transactions} where `txn_id` > {int(fork)} group by `txn_id`
+        ) as d on d.`txn_id` = s.`txn_id`
+        where s.`txn_id` > {int(fork)} and size(array_except(s.`tables`, coalesce(d.`recorded`, array()))) > 0
+        order by s.`txn_id`
+        """
+    ).collect()  # the branch's syncs some table has not applied: a handful
+    if partial:
+        p = partial[0]
+        raise HistoryError(
+            f"branch {branch.name}: sync {p.sync_id} (its transaction {p.txn_id}) is not applied by"
+            f" {', '.join(p.missing)} on the branch: published, it would be a sync main has only part of. Run those"
+            " models on the branch first. Nothing was changed."
+        )
+
+
+def _refuse_main_moved(
+    spark: SparkSession,
+    transactions: str,
+    branch: Branch,
+    rows: list[Row],
+    changed: list[Table],
+    states: dict[str, ledger.Recorded],
+    fork: int,
+) -> None:
+    """Main moved since the fork in a way that conflicts with the branch."""
+    for table in changed:
+        state = states[table.target]
+        moved = max(state.history_last_id, state.operation_reserved)
+        if moved > fork:
+            raise HistoryError(
+                f"branch {branch.name} cannot be published: main's {table.model} has transaction {moved}, after the"
+                f" branch's fork ({fork}), and the branch changed it too. Create a new branch from main as it is now"
+                " and apply the change there. Nothing was changed."
+            )
+        if owed := syncs.owed(spark, transactions, table.target, state):
+            raise HistoryError(syncs.owed_message("publish of branch " + branch.name, table.model, owed))
+    synced = sorted({r.sync_id for r in rows if r.sync_id and not r.sync_id.startswith(OPERATION_SYNC_PREFIX)})
+    if synced:
+        taken = (
+            spark.table(syncs_relation(transactions))
+            .where(F.col("sync_id").isin(*synced))
+            .select("sync_id", "txn_id")
+            .collect()  # the branch's syncs main reserved: a handful
+        )
+        if taken:
+            raise HistoryError(
+                f"branch {branch.name} cannot be published: main applies sync {taken[0].sync_id} itself (transaction"
+                f" {taken[0].txn_id}), which the branch applied too. Nothing was changed."
+            )
+
+
+def _publish_table(
+    spark: SparkSession,
+    table: Table,
+    versioning: Versioning,
+    at: str,
+    rows: list[Row],
+    reservation: syncs.Operation,
+    branch: Branch,
+) -> tuple[ledger.Commit, tuple[int, int]]:
+    """One table's MERGE into main under the reserved transaction; its commit and (closed, opened)."""
+    reserved = reservation.reserved
+    version = str(reserved.txn_id) if versioning.version_type == "integer" else f"timestamp'{reserved.started_at}'"
+    _take_new_columns(spark, table)
+    if table.kind == "snapshot":
+        frame, merge = _snapshot_changes(spark, table, rows)
+    else:
+        # what the branch closed of main's rows (current at the fork), and what it opened and holds
+        came, left = revert._revert_rows(versioning, at)
+        row = [c for c in spark.table(table.branch).columns if c not in (VALID_FROM, VALID_TO)]
+        frame = spark.sql(revert._changes_sql(table.branch, table.keys, row, leaving=left, coming=came)).localCheckpoint()
+        merge = revert._merge_sql(table.target, table.keys, row, versioning, version).replace(
+            revert.REVERT_VIEW, q(PUBLISH_VIEW)
+        )
+    closed, opened = revert._counts(frame) if table.kind != "snapshot" else _snapshot_counts(rows)
+    txns = _txns(table, rows, reservation, branch, (closed, opened))
+    frame.createOrReplaceTempView(PUBLISH_VIEW)
+    try:
+        lock.check_held()
+        conf = {
+            ledger.USER_METADATA: ledger.commit_metadata(txns),
+            MERGE_SOURCE_COPY: "none",
+            SKIP_EMPTY_COMMITS: "false",
+        }
+        with session_conf(spark, conf):
+            spark.sql(merge)
+    finally:
+        spark.catalog.dropTempView(PUBLISH_VIEW)
+    return own_commit(spark, table.target, txns), (closed, opened)
+
+
+def _take_new_columns(spark: SparkSession, table: Table) -> None:
+    """The columns the branch added (spec rule 17, a batch's new column), added to main's table."""
+    have = {c.lower() for c in spark.table(table.target).columns}
+    new = [f for f in spark.table(table.branch).schema.fields if f.name.lower() not in have]
+    if new:
+        added = ", ".join(f"{q(f.name)} {f.dataType.simpleString()}" for f in new)
+        spark.sql(f"alter table {table.target} add columns ({added})")
+
+
+def _snapshot_changes(spark: SparkSession, table: Table, rows: list[Row]) -> tuple[Any, str]:
+    """A snapshot's versions its captures on the branch opened or closed (their days), and the
+    MERGE that writes them to main by `dbt_scd_id`."""
+    days = sorted({r.batch_id for r in rows if r.operation == "snapshot" and r.batch_id})
+    if not days:
+        frame = spark.table(table.branch).where(F.lit(False))
+    else:
+        opened = F.date_format("dbt_valid_from", "yyyy-MM-dd").isin(*days)
+        closed = F.coalesce(F.date_format("dbt_valid_to", "yyyy-MM-dd").isin(*days), F.lit(False))
+        frame = spark.table(table.branch).where(opened | closed).localCheckpoint()
+    columns = spark.table(table.branch).columns
+    merge = f"""
+        merge into {table.target} as t
+        using {q(PUBLISH_VIEW)} as s
+        on t.`dbt_scd_id` = s.`dbt_scd_id`
+        when matched then update set {", ".join(f"t.{q(c)} = s.{q(c)}" for c in columns)}
+        when not matched then insert ({cols(columns)}) values ({cols(columns, "s")})
+    """
+    return frame, merge
+
+
+def _snapshot_counts(rows: list[Row]) -> tuple[int, int]:
+    return sum(int(r.versions_closed) for r in rows), sum(int(r.versions_opened) for r in rows)
+
+
+def _txns(
+    table: Table, rows: list[Row], reservation: syncs.Operation, branch: Branch, counts: tuple[int, int]
+) -> list[ledger.Txn]:
+    """The branch's transaction rows of `table`, under the reserved transaction. Each batch keeps
+    its id and sequence (main counts it applied), each capture its day. The counts go on the last
+    row of a history table (the derived models read a transaction of a table that moved rows
+    once), and stay on each capture's row of a snapshot (read per day)."""
+    reserved = reservation.reserved
+    last = len(rows) - 1
+    made = []
+    for i, r in enumerate(rows):
+        counted = table.kind == "snapshot" or i == last
+        closed, opened = (
+            (int(r.versions_closed), int(r.versions_opened)) if table.kind == "snapshot" else counts
+        )
+        message = f"branch {branch.name}, its transaction {r.txn_id}" + (f": {r.commit_message}" if r.commit_message else "")
+        made.append(
+            ledger.Txn(
+                txn_id=reserved.txn_id,
+                batch_id=r.batch_id,
+                sequence=r.batch_sequence if r.operation == "batch" else None,
+                source_table=r.source_table,
+                author=r.author,
+                app_id=r.app_id,
+                commit_message=message,
+                started_at=reserved.started_at,
+                rows_in=int(r.rows_in),
+                versions_opened=opened if counted else 0,
+                versions_closed=closed if counted else 0,
+                rows_overlap_deleted=int(r.rows_overlap_deleted) if counted else 0,
+                operation=r.operation,
+                sync_id=reserved.sync.id,
+                commit_json=r.commit_json,
+                schema_changes=r.schema_changes,
+            )
+        )
+    return made
+
