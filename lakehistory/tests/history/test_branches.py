@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sync_case import new_process
 
 from harness import REPO_ROOT, DbtProject, unique_schema
-from sync_case import new_process
 from lakehistory.command.cli import dbt_arguments
 from lakehistory.history import lock
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync
@@ -70,7 +70,8 @@ def model(dbt, session):
         dbt.source("lakehistory", "lakehistory_transactions"),
     )
 """,
-    "orders.sql": "{{ config(materialized='incremental', incremental_strategy='main_table', unique_key=['order_id']) }}\n"
+    "orders.sql": "{{ config(materialized='incremental', incremental_strategy='main_table',"
+    " unique_key=['order_id']) }}\n"
     "select * from {{ lakehistory.hx_current(ref('orders_hx')) }}\n",
     "orders_events.sql": "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
     "{{ lakehistory.event_history(ref('orders_history')) }}\n",

@@ -25,6 +25,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def parser() -> argparse.ArgumentParser:
@@ -89,12 +90,14 @@ def dbt_arguments(argv: Sequence[str] | None = None) -> list[str]:
     return ["run-operation", "lakehistory.inspect", "--args", json.dumps(request), "--quiet", *dbt]
 
 
-def _branch_args(args: dict) -> dict:
-    asked = {"name": args["name"]}
-    if args["fork"] is not None:
+def _branch_args(args: dict[str, Any]) -> dict[str, Any]:
+    """A branch command's run-operation arguments: `--from` is a transaction id or a tag."""
+    asked: dict[str, Any] = {"name": args["name"]}
+    fork = args["fork"]
+    if fork is not None:
         if args["action"] != "create":
             parser().error("branch: --from is for create only")
-        asked["txn" if args["fork"].isdigit() else "tag"] = int(args["fork"]) if args["fork"].isdigit() else args["fork"]
+        asked.update({"txn": int(fork)} if fork.isdigit() else {"tag": fork})
     return asked
 
 

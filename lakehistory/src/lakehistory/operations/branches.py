@@ -145,13 +145,16 @@ def create(
             .collect()  # a row per table
         }
         started = log.where(F.col("txn_id") == F.lit(fork)).select(F.date_format("started_at", _TEXT)).limit(1)
-        fork_started = (started.collect() or [[None]])[0][0]
+        first = started.collect()
+        fork_started = first[0][0] if first else None
         spark.sql(f"drop schema if exists {q(schema)} cascade")  # a creation cut short
         spark.sql(f"create schema {q(schema)}")
         cloned = []
         for table in chosen:
             if table.target in versions:
-                spark.sql(f"create table {table.branch} shallow clone {table.target} version as of {versions[table.target]}")
+                spark.sql(
+                    f"create table {table.branch} shallow clone {table.target} version as of {versions[table.target]}"
+                )
                 cloned.append(table.model)
         _clone_cut(spark, transactions, branch.transactions, fork)
         # On the branch, every transaction up to the fork names the branch's table, and is in the
@@ -174,11 +177,17 @@ def create(
             "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "created_by": author,
         }
-        spark.sql(f"alter table {branch.transactions} set tblproperties ({lit(PROPERTY)} = {lit(json.dumps(described))})")
+        spark.sql(
+            f"alter table {branch.transactions} set tblproperties ({lit(PROPERTY)} = {lit(json.dumps(described))})"
+        )
     return {"branch": branch.name, "schema": schema, "fork": fork, "tables": cloned}
 
 
 _TEXT = "yyyy-MM-dd HH:mm:ss.SSS"
+
+
+def _describe(spark: SparkSession, branch: Branch, described: dict[str, Any]) -> None:
+    spark.sql(f"alter table {branch.transactions} set tblproperties ({lit(PROPERTY)} = {lit(json.dumps(described))})")
 
 
 def _clone_cut(spark: SparkSession, source: str, target: str, fork: int) -> None:
@@ -216,7 +225,9 @@ def publish(
         drop(spark, schema)
         return {"transaction": described["published"], "tables": {}, "already_done": True}
     fork = int(described["fork"])
-    at = str(fork) if versioning.version_type == "integer" else f"timestamp'{described['fork_started'] or '0001-01-01'}'"
+    at = (
+        str(fork) if versioning.version_type == "integer" else f"timestamp'{described['fork_started'] or '0001-01-01'}'"
+    )
     by_branch = {t.branch: t for t in (Table.of(dict(x)) for x in tables)}
     request = json.dumps({"operation": "publish_branch", "branch": branch.name})
     transactions = writer.transactions
@@ -254,16 +265,15 @@ def publish(
         with records.committing([t.target for t in todo]):
             for table in todo:
                 of_table = [r for r in rows if r.history_table == table.branch]
-                commit, counts[table.model] = _publish_table(spark, table, versioning, at, of_table, reservation, branch)
+                commit, counts[table.model] = _publish_table(
+                    spark, table, versioning, at, of_table, reservation, branch
+                )
                 commits.append((table.target, commit))
                 _reached("committed")
             writer.record(spark, commits, stop=lambda point: None)
         _reached("recorded")
         txn_id = reservation.reserved.txn_id
-        spark.sql(
-            f"alter table {branch.transactions} set tblproperties"
-            f" ({lit(PROPERTY)} = {lit(json.dumps({**described, 'published': txn_id}))})"
-        )
+        _describe(spark, branch, {**described, "published": txn_id})
     drop(spark, schema)
     return {
         "transaction": txn_id,
@@ -361,13 +371,12 @@ def _publish_table(
         frame, merge = _snapshot_changes(spark, table, rows)
     else:
         # what the branch closed of main's rows (current at the fork), and what it opened and holds
-        came, left = revert._revert_rows(versioning, at)
+        came, left = revert.revert_rows(versioning, at)
         row = [c for c in spark.table(table.branch).columns if c not in (VALID_FROM, VALID_TO)]
-        frame = spark.sql(revert._changes_sql(table.branch, table.keys, row, leaving=left, coming=came)).localCheckpoint()
-        merge = revert._merge_sql(table.target, table.keys, row, versioning, version).replace(
-            revert.REVERT_VIEW, q(PUBLISH_VIEW)
-        )
-    closed, opened = revert._counts(frame) if table.kind != "snapshot" else _snapshot_counts(rows)
+        changes = revert.changes_sql(table.branch, table.keys, row, leaving=left, coming=came)
+        frame = spark.sql(changes).localCheckpoint()
+        merge = revert.merge_sql(table.target, table.keys, row, versioning, version, view=q(PUBLISH_VIEW))
+    closed, opened = revert.close_open_counts(frame) if table.kind != "snapshot" else _snapshot_counts(rows)
     txns = _txns(table, rows, reservation, branch, (closed, opened))
     frame.createOrReplaceTempView(PUBLISH_VIEW)
     try:
@@ -430,10 +439,10 @@ def _txns(
     made = []
     for i, r in enumerate(rows):
         counted = table.kind == "snapshot" or i == last
-        closed, opened = (
-            (int(r.versions_closed), int(r.versions_opened)) if table.kind == "snapshot" else counts
+        closed, opened = (int(r.versions_closed), int(r.versions_opened)) if table.kind == "snapshot" else counts
+        message = f"branch {branch.name}, its transaction {r.txn_id}" + (
+            f": {r.commit_message}" if r.commit_message else ""
         )
-        message = f"branch {branch.name}, its transaction {r.txn_id}" + (f": {r.commit_message}" if r.commit_message else "")
         made.append(
             ledger.Txn(
                 txn_id=reserved.txn_id,
@@ -455,4 +464,3 @@ def _txns(
             )
         )
     return made
-

@@ -147,7 +147,7 @@ def revert(
         at = _version(versioning, rows[0])
         todo = chosen if stopped is None else [t for t in chosen if t.target in stopped.waiting]
         frames = {t.target: _frame(spark, t, versioning, operation, at, chosen_keys) for t in todo}
-        counts = {target: _counts(frame) for target, frame in frames.items()}
+        counts = {target: close_open_counts(frame) for target, frame in frames.items()}
         if stopped is None:
             changing = [t for t in todo if counts[t.target] != (0, 0)]
             if not changing:
@@ -288,8 +288,8 @@ def _check(
 def _frame(
     spark: SparkSession, table: Table, versioning: Versioning, operation: str, at: str, chosen: Chosen | None = None
 ) -> DataFrame:
-    """The table's rows to close and to copy (see _changes_sql), fixed (a local checkpoint)."""
-    leaving, coming = _undo_rows(versioning, at) if operation == "undo" else _revert_rows(versioning, at)
+    """The table's rows to close and to copy (see changes_sql), fixed (a local checkpoint)."""
+    leaving, coming = _undo_rows(versioning, at) if operation == "undo" else revert_rows(versioning, at)
     stored = spark.table(table.target)
     row = [c for c in stored.columns if c not in SYSTEM_TIME]
     rows = table.target
@@ -313,12 +313,12 @@ def _frame(
         on = same_key("h", "k", table.keys)
         rows = f"(select * from {table.target} as h left semi join {CHOSEN_VIEW} as k on {on})"
     try:
-        return spark.sql(_changes_sql(rows, table.keys, row, leaving, coming)).localCheckpoint()
+        return spark.sql(changes_sql(rows, table.keys, row, leaving, coming)).localCheckpoint()
     finally:
         spark.catalog.dropTempView(CHOSEN_VIEW.strip("`"))
 
 
-def _counts(frame: DataFrame) -> tuple[int, int]:
+def close_open_counts(frame: DataFrame) -> tuple[int, int]:
     """(rows to close, rows to open)."""
     counts = frame.agg(F.count_if("_lh_close").alias("closed"), F.count_if(~F.col("_lh_close")).alias("opened"))
     closed, opened = counts.collect()[0]  # an aggregate: one row
@@ -380,7 +380,7 @@ def _merge(
             SKIP_EMPTY_COMMITS: "false",
         }
         with session_conf(spark, conf):
-            spark.sql(_merge_sql(table.target, table.keys, row, versioning, version))
+            spark.sql(merge_sql(table.target, table.keys, row, versioning, version))
     finally:
         spark.catalog.dropTempView(REVERT_VIEW.strip("`"))
     return own_commit(spark, table.target, [new])
@@ -393,7 +393,7 @@ def _version(versioning: Versioning, txn: Row) -> str:
     return f"timestamp'{txn.started}'"
 
 
-def _revert_rows(versioning: Versioning, at: str) -> tuple[str, str]:
+def revert_rows(versioning: Versioning, at: str) -> tuple[str, str]:
     """What leaves (current, opened after `at`) and what comes back (current at `at`, closed since)."""
     return (
         f"{versioning.is_current('h')} and h.`valid_from` > {at}",
@@ -407,7 +407,7 @@ def _undo_rows(versioning: Versioning, at: str) -> tuple[str, str]:
     return f"h.`valid_from` = {at} and {versioning.is_current('h')}", f"h.`valid_to` = {at}"
 
 
-def _changes_sql(rows: str, keys: Sequence[str], row: Sequence[str], leaving: str, coming: str) -> str:
+def changes_sql(rows: str, keys: Sequence[str], row: Sequence[str], leaving: str, coming: str) -> str:
     """The rows to close (`_lh_close`) and to copy: those of `rows` (the table, or a rewind's part
     of it) leaving and coming, but a row that comes back as it leaves (same key, same Fivetran
     version, same values), which stays as it is."""
@@ -425,10 +425,13 @@ def _changes_sql(rows: str, keys: Sequence[str], row: Sequence[str], leaving: st
     """
 
 
-def _merge_sql(target: str, keys: Sequence[str], row: Sequence[str], versioning: Versioning, version: str) -> str:
+def merge_sql(
+    target: str, keys: Sequence[str], row: Sequence[str], versioning: Versioning, version: str, view: str = REVERT_VIEW
+) -> str:
+    """The MERGE of the rows to close and to open (changes_sql's, as the view `view`) into `target`."""
     return f"""
         merge into {target} as t
-        using {REVERT_VIEW} as s
+        using {view} as s
         on s.`_lh_close` and {same_key("t", "s", keys)}
             and t.`_fivetran_start` = s.`_fivetran_start` and t.`valid_from` = s.`valid_from`
         when matched then update set t.`valid_to` = {version}
