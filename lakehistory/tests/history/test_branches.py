@@ -251,3 +251,92 @@ def test_a_branch_main_moved_under_is_refused_and_dropped_leaving_main_as_it_was
     cli(main, "branch", "drop", "late")
     assert not main.spark.catalog.databaseExists(f"{main.schema}__late")
     assert contents(main) == before
+
+
+# --- a snapshot of daily extracts on a branch ------------------------------------------------------
+
+GAUGE_SOURCES = """\
+sources:
+  - name: gauge_extracts
+    meta: {lakehistory: {landing_root: "{{ env_var('LAKEHISTORY_LANDING') }}"}}
+    tables:
+      - name: gauge
+        meta: {lakehistory: {key: [gauge_id]}}
+        columns:
+          - {name: gauge_id, data_type: bigint}
+          - {name: label, data_type: string}
+"""
+
+GAUGE_SNAPSHOT = """\
+snapshots:
+  - name: gauge_snapshot
+    relation: ref('stg_gauge')
+    config:
+      file_format: delta
+      unique_key: gauge_id
+      strategy: check
+      check_cols: [gauge_id, label]
+      updated_at: extracted_at
+      hard_deletes: new_record
+      meta: {lakehistory: {extract: true}}
+      post_hook: "{{ lakehistory.record_capture('gauge') }}"
+"""
+
+
+def land_extract(project: DbtProject, day: str, rows: dict[int, str]) -> None:
+    folder = project.landing / "extracts" / "gauge"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["gauge_id,label,extracted_at,extracted_by"]
+    lines += [f"{i},{label},{day}T03:00:00.000Z,dump" for i, label in rows.items()]
+    (folder / f"{day}.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_a_snapshots_captures_on_a_branch_are_published_as_main_would_capture_them(
+    lakehouse: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "gauges"
+    (folder / "models").mkdir(parents=True)
+    (folder / "snapshots").mkdir()
+    (folder / "dbt_project.yml").write_text(DBT_PROJECT.replace("shop", "gauges"))
+    (folder / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
+    (folder / "models" / "_sources.yml").write_text(GAUGE_SOURCES)
+    (folder / "models" / "stg_gauge.sql").write_text(
+        "{{ config(materialized='ephemeral') }}\n"
+        "select * from {{ lakehistory.landing_extract('gauge_extracts', 'gauge', 'gauge_snapshot') }}\n"
+    )
+    (folder / "models" / "gauge_events.sql").write_text(
+        "{{ config(materialized='incremental', incremental_strategy='append', full_refresh=false) }}\n"
+        "{{ lakehistory.event_history(ref('gauge_snapshot')) }}\n"
+    )
+    (folder / "snapshots" / "gauge_snapshot.yml").write_text(GAUGE_SNAPSHOT)
+    main = lakehouse_of(folder, "branch_gauge")
+    main.run_ok("deps")
+    land_extract(main, "2024-06-01", {1: "one", 2: "two"})
+    main.run_ok("build")
+    cli(main, "branch", "create", "gauge")
+    land_extract(main, "2024-06-02", {1: "uno", 3: "three"})  # 1 changed, 2 gone, 3 new
+    on_branch(main, "gauge").run_ok("build")
+    cli(main, "branch", "publish", "gauge")
+    main.run_ok("build")  # the published capture is main's: nothing is captured twice
+
+    direct = lakehouse_of(folder, "branch_gauge_direct")
+    direct.landing, direct.landing_root = main.landing, main.landing_root
+    direct.run_ok("build")
+    direct.run_ok("build")  # one extract per run
+
+    def seen(project: DbtProject) -> dict[str, list[tuple[str, ...]]]:
+        snapshot = project.spark.table(project.table("gauge_snapshot"))
+        events = project.spark.table(project.table("gauge_events")).drop("_hist_time")
+        log = project.rows(
+            "select txn_id, operation, batch_id, versions_opened, versions_closed"
+            " from {schema}.lakehistory_transactions"
+        )
+        return {
+            "snapshot": sorted(tuple(str(v) for v in r) for r in snapshot.collect()),
+            "events": sorted(tuple(str(v) for v in r) for r in events.collect()),
+            "transactions": sorted(tuple(str(v) for v in r.values()) for r in log),
+        }
+
+    got = seen(main)
+    assert got == seen(direct)
+    assert [t[:3] for t in got["transactions"]] == [("1", "snapshot", "2024-06-01"), ("2", "snapshot", "2024-06-02")]
