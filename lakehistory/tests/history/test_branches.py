@@ -201,38 +201,45 @@ def test_a_sync_written_on_a_branch_from_a_tag_tested_and_published_gives_main_w
     )
 
 
-def test_a_publish_stopped_after_a_tables_commit_is_completed_by_asking_again(
+def test_a_publish_stopped_at_any_point_is_completed_by_asking_again(
     project_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A branch a sync per stop point; the publish stopped there (a new process then), asked again."""
     main = lakehouse_of(project_dir, "branch_stop")
     land_sync(main, 1, {1: "placed"}, {10: "new"})
     main.run_ok("run")
-    land_sync(main, 2, {1: "shipped", 2: "placed"}, {10: "gold"})
-    cli(main, "branch", "create", "stop")
-    on_branch(main, "stop").run_ok("run")
+    for n, point in enumerate(branches.STOP_POINTS, start=2):
+        land_sync(main, n, {1: f"status {n}", n: "placed"}, {10: f"tier {n}"})
+        name = f"stop_{point}"
+        cli(main, "branch", "create", name)
+        on_branch(main, name).run_ok("run")
 
-    def stop(point: str) -> None:
-        if point == "committed":
-            raise RuntimeError("stopped after one table's commit")
+        def stop(reached: str, point: str = point) -> None:
+            if reached == point:
+                raise RuntimeError(f"stopped at {point}")
 
-    with monkeypatch.context() as patched:
-        patched.setattr(branches, "_reached", stop)
-        main.run_fails(*dbt_arguments(["branch", "publish", "stop"]))
-    lock.unrecorded.clear()  # this process's own record of the stopped commit: a new one has none
-    new_process(monkeypatch)
-    refused = main.run_fails("run")  # the tables the publish holds take no other transaction
-    assert "lakehistory.publish_branch" in refused
-    cli(main, "branch", "publish", "stop")
-    main.run_ok("run")
-    rows = main.rows("select txn_id, history_table, versions_opened from {schema}.lakehistory_transactions")
-    assert sorted((r["txn_id"], r["history_table"].rsplit(".", 1)[-1]) for r in rows) == [
-        (1, "customers_history"),
-        (1, "orders_history"),
-        (2, "customers_history"),
-        (2, "orders_history"),
-    ]
-    current = main.rows("select order_id, status from {schema}.orders_history where _fivetran_active and valid_to > 2")
-    assert sorted((r["order_id"], r["status"]) for r in current) == [(1, "shipped"), (2, "placed")]
+        with monkeypatch.context() as patched:
+            patched.setattr(branches, "_reached", stop)
+            main.run_fails(*dbt_arguments(["branch", "publish", name]))
+        lock.unrecorded.clear()  # this process's own record of the stopped commit: a new one has none
+        new_process(monkeypatch)
+        if point != "recorded":  # the tables the publish holds take no other transaction
+            refused = main.run_fails("run")
+            assert f'lakehistory.publish_branch --args \'{{"name": "{name}"}}\'' in refused, point
+        cli(main, "branch", "publish", name)
+        assert not main.spark.catalog.databaseExists(f"{main.schema}__{name}"), point
+        main.run_ok("run")
+        rows = main.rows("select txn_id, history_table, batch_id from {schema}.lakehistory_transactions")
+        assert sorted((r["txn_id"], r["batch_id"]) for r in rows if r["txn_id"] == n) == [
+            (n, f"customers-{n}"),
+            (n, f"orders-{n}"),
+        ], point
+        assert max(r["txn_id"] for r in rows) == n, f"{point}: nothing applied twice"
+        current = main.rows(
+            f"select order_id, status from {{schema}}.orders_history where _fivetran_active and valid_to > {n}"
+        )
+        want = {1: f"status {n}", **{m: "placed" for m in range(2, n + 1)}}
+        assert dict((r["order_id"], r["status"]) for r in current) == want, point
 
 
 def test_a_branch_main_moved_under_is_refused_and_dropped_leaving_main_as_it_was(project_dir: Path) -> None:

@@ -229,7 +229,8 @@ def publish(
         str(fork) if versioning.version_type == "integer" else f"timestamp'{described['fork_started'] or '0001-01-01'}'"
     )
     by_branch = {t.branch: t for t in (Table.of(dict(x)) for x in tables)}
-    request = json.dumps({"operation": "publish_branch", "branch": branch.name})
+    # as the macro is asked (syncs.Operation.stopped_message names the command from it)
+    request = json.dumps({"operation": "publish_branch", "name": branch.name})
     transactions = writer.transactions
     with writer.holding(spark), own_session(spark) as spark:
         rows = (
@@ -242,6 +243,15 @@ def publish(
             raise HistoryError(f"branch {branch.name} has no transaction after the fork ({fork}): nothing to publish")
         found = syncs.operations(spark, transactions, request)
         stopped = next((o for o in found if o.waiting), None)
+        if stopped is not None and stopped.request != request:
+            raise HistoryError(stopped.stopped_message())
+        # recorded by every table, then stopped before the branch said so (an earlier branch of
+        # the same name was published before this one's fork)
+        done = next((o for o in found if not o.waiting and o.reserved.txn_id > fork), None)
+        if stopped is None and done is not None:
+            _describe(spark, branch, {**described, "published": done.reserved.txn_id})
+            drop(spark, schema)
+            return {"transaction": done.reserved.txn_id, "tables": {}, "already_done": True}
         if stopped is None:
             _refuse_branch_state(spark, branch, rows, by_branch, fork)
         changed = [by_branch[t] for t in dict.fromkeys(r.history_table for r in rows)]
