@@ -140,3 +140,29 @@ def test_the_command_line_becomes_one_dbt_operation() -> None:
         "--quiet",
         *("--project-dir", "crmp", "--target", "connect"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "operation", "arguments"),
+    [
+        (["branch", "create", "fix", "--from", "paper-2024"], "create_branch", {"name": "fix", "tag": "paper-2024"}),
+        (["branch", "create", "fix", "--from", "12"], "create_branch", {"name": "fix", "txn": 12}),
+        (["branch", "create", "fix"], "create_branch", {"name": "fix"}),
+        (["branch", "publish", "fix"], "publish_branch", {"name": "fix"}),
+        (["branch", "drop", "fix"], "drop_branch", {"name": "fix"}),
+    ],
+)
+def test_a_branch_command_is_its_run_operation(argv: list[str], operation: str, arguments: dict) -> None:
+    assert dbt_arguments([*argv, "--target", "connect"]) == [
+        "run-operation",
+        f"lakehistory.{operation}",
+        "--args",
+        json.dumps(arguments),
+        "--target",
+        "connect",
+    ]
+
+
+def test_a_branch_s_from_is_for_create_only() -> None:
+    with pytest.raises(SystemExit):
+        dbt_arguments(["branch", "publish", "fix", "--from", "3"])
