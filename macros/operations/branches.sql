@@ -15,11 +15,11 @@
                   branch is dropped. Stopped, it is completed by running it again.
   drop_branch:    the branch's schema and tables dropped; main is not touched.
 -#}
-{% macro create_branch(name, tag=none, txn=none, author=none) %}
-  {{ return(adapter.dispatch('create_branch', 'lakehistory')(name, tag, txn, author)) }}
+{% macro create_branch(name, tag=none, txn=none) %}
+  {{ return(adapter.dispatch('create_branch', 'lakehistory')(name, tag, txn)) }}
 {% endmacro %}
 
-{% macro default__create_branch(name, tag=none, txn=none, author=none) %}
+{% macro default__create_branch(name, tag=none, txn=none) %}
   {%- if tag is not none and txn is not none -%}
     {{ exceptions.raise_compiler_error("create_branch: give tag or txn, not both") }}
   {%- endif -%}
@@ -30,11 +30,10 @@
   {%- else -%}
     {%- set fork = (txn if txn is not none else visible) | int -%}
   {%- endif -%}
-  {%- set who = author if author is not none else run_query("select current_user()").rows[0][0] -%}
   {%- set branch = lakehistory._branch(name) -%}
   {%- set outcome = lakehistory._engine('create_branch', {'name': branch['name'], 'schema': branch['schema'],
       'branch_transactions': branch['branch_transactions'], 'tables': branch['tables'], 'fork': fork,
-      'visible_txn_id': visible, 'author': who}) -%}
+      'visible_txn_id': visible}) -%}
   {{ log("branch " ~ outcome['branch'] ~ ": schema " ~ outcome['schema'] ~ ", from transaction " ~ outcome['fork']
       ~ " (" ~ (outcome['tables'] | length) ~ " table(s) cloned). Run on it with a target whose schema is "
       ~ outcome['schema'] ~ ".", info=true) }}

@@ -341,14 +341,11 @@ def create_branch(
     tables: Sequence[Mapping[str, Any]],
     fork: int,
     visible_txn_id: int,
-    author: str | None,
 ) -> dict[str, Any]:
     """A branch: the project's history tables and snapshots shallow-cloned as of transaction `fork`."""
     ctx = Context.of(context)
     branch = branches.Branch(branches.check_name(name), branch_transactions)
-    return branches.create(
-        spark, ctx.writer, branch, schema, [dict(t) for t in tables], int(fork), int(visible_txn_id), author
-    )
+    return branches.create(spark, ctx.writer, branch, schema, [dict(t) for t in tables], int(fork), int(visible_txn_id))
 
 
 def publish_branch(

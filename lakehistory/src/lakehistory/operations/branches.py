@@ -55,6 +55,8 @@ NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 # The branch's transactions table says what it is in this table property (JSON).
 PROPERTY = "lakehistory.branch"
 PUBLISH_VIEW = "__lh_publish"
+# a transaction's start as text in the session's time zone (UTC), as the syncs table gives it
+_TEXT = "yyyy-MM-dd HH:mm:ss.SSS"
 # The points between a publish's statements where a stop leaves the tables in a different state.
 STOP_POINTS = ("reserved", "committed", "recorded")
 
@@ -114,7 +116,6 @@ def create(
     tables: Sequence[dict[str, Any]],
     fork: int,
     visible_txn_id: int,
-    author: str | None,
 ) -> dict[str, Any]:
     """Create `branch` (schema `schema`) from transaction `fork` of main (`writer`'s). Refused:
     a branch of that name already, and a transaction not visible yet. A creation cut short
@@ -175,18 +176,13 @@ def create(
             "fork": fork,
             "fork_started": fork_started,
             "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "created_by": author,
         }
-        spark.sql(
-            f"alter table {branch.transactions} set tblproperties ({lit(PROPERTY)} = {lit(json.dumps(described))})"
-        )
+        _describe(spark, branch, described)
     return {"branch": branch.name, "schema": schema, "fork": fork, "tables": cloned}
 
 
-_TEXT = "yyyy-MM-dd HH:mm:ss.SSS"
-
-
 def _describe(spark: SparkSession, branch: Branch, described: dict[str, Any]) -> None:
+    """Write what the branch is (PROPERTY): its name, main's transactions table, the fork, times."""
     spark.sql(f"alter table {branch.transactions} set tblproperties ({lit(PROPERTY)} = {lit(json.dumps(described))})")
 
 
@@ -255,6 +251,8 @@ def publish(
         if stopped is None:
             _refuse_branch_state(spark, branch, rows, by_branch, fork)
         changed = [by_branch[t] for t in dict.fromkeys(r.history_table for r in rows)]
+        if stopped is None:
+            _refuse_new_tables(spark, branch, changed)
         for table in changed:
             writer.recover(spark, table.target)
         states = ledger.recorded_for(spark, transactions, [t.target for t in changed])
@@ -326,6 +324,17 @@ def _refuse_branch_state(
             f" {', '.join(p.missing)} on the branch: published, it would be a sync main has only part of. Run those"
             " models on the branch first. Nothing was changed."
         )
+
+
+def _refuse_new_tables(spark: SparkSession, branch: Branch, changed: list[Table]) -> None:
+    """A table the branch made, which main does not have: its first versions are the branch's."""
+    for table in changed:
+        if not spark.catalog.tableExists(table.target.replace("`", "")):
+            raise HistoryError(
+                f"branch {branch.name} cannot be published: {table.model} is new on the branch (main has no"
+                f" {table.target}), and a publish changes main's tables, it does not make them. Build the model on"
+                " main, then create a branch from there. Nothing was changed."
+            )
 
 
 def _refuse_main_moved(
