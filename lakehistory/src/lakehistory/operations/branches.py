@@ -24,7 +24,8 @@ reserved as a revert's is (syncs.reserve_operation), so a stop is completed by a
 
 It is refused when main moved in a way that conflicts: a transaction of a table the branch
 changed after the fork, a sync the branch applied that main has reserved, a sync the branch
-applied to only some of its tables, and a cleanup or a given-up sync on the branch. A published
+applied to only some of its tables, a table new on the branch (a publish changes main's tables, it
+does not make them), and a cleanup or a given-up sync on the branch. A published
 branch is dropped; its transactions stay, under n, in main's log.
 """
 
