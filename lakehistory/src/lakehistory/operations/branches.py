@@ -178,13 +178,9 @@ def create(
             "fork_started": fork_started,
             "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
-        _describe(spark, branch, described)
+        property_value = lit(json.dumps(described))  # names, ids and times: no data values
+        spark.sql(f"alter table {branch.transactions} set tblproperties ({lit(PROPERTY)} = {property_value})")
     return {"branch": branch.name, "schema": schema, "fork": fork, "tables": cloned}
-
-
-def _describe(spark: SparkSession, branch: Branch, described: dict[str, Any]) -> None:
-    """Write what the branch is (PROPERTY): its name, main's transactions table, the fork, times."""
-    spark.sql(f"alter table {branch.transactions} set tblproperties ({lit(PROPERTY)} = {lit(json.dumps(described))})")
 
 
 def _clone_cut(spark: SparkSession, source: str, target: str, fork: int) -> None:
@@ -218,9 +214,6 @@ def publish(
         raise HistoryError(f"there is no branch {branch.name} ({schema}): lakehistory branch create {branch.name}")
     if versioning.append_only:
         raise HistoryError(f"branch {branch.name}: an append-only history (valid_from only) cannot be published")
-    if "published" in described:
-        drop(spark, schema)
-        return {"transaction": described["published"], "tables": {}, "already_done": True}
     fork = int(described["fork"])
     at = (
         str(fork) if versioning.version_type == "integer" else f"timestamp'{described['fork_started'] or '0001-01-01'}'"
@@ -242,11 +235,10 @@ def publish(
         stopped = next((o for o in found if o.waiting), None)
         if stopped is not None and stopped.request != request:
             raise HistoryError(stopped.stopped_message())
-        # recorded by every table, then stopped before the branch said so (an earlier branch of
-        # the same name was published before this one's fork)
+        # recorded by every table, then stopped before the branch was dropped (an earlier branch
+        # of the same name was published before this one's fork)
         done = next((o for o in found if not o.waiting and o.reserved.txn_id > fork), None)
         if stopped is None and done is not None:
-            _describe(spark, branch, {**described, "published": done.reserved.txn_id})
             drop(spark, schema)
             return {"transaction": done.reserved.txn_id, "tables": {}, "already_done": True}
         if stopped is None:
@@ -282,7 +274,6 @@ def publish(
             writer.record(spark, commits, stop=lambda point: None)
         _reached("recorded")
         txn_id = reservation.reserved.txn_id
-        _describe(spark, branch, {**described, "published": txn_id})
     drop(spark, schema)
     return {
         "transaction": txn_id,
