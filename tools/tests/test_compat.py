@@ -3,6 +3,7 @@ the distributions declare, and has Delta's jars pinned for its delta-spark and p
 
 from __future__ import annotations
 
+import shlex
 import tomllib
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from lakehistory.runtime import jars
 from lakehistory_tools import compat
 
 COMBINATIONS = sorted(compat.COMBINATIONS.glob("*.txt"))
+PINNED = [p for p in COMBINATIONS if not compat.resolved(p)]
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -29,7 +31,7 @@ def declared() -> list[Requirement]:
     return found
 
 
-@pytest.mark.parametrize("path", COMBINATIONS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PINNED, ids=lambda p: p.stem)
 def test_a_combination_lies_inside_the_declared_ranges(path: Path) -> None:
     pinned = pins(path)
     checked = 0
@@ -41,7 +43,7 @@ def test_a_combination_lies_inside_the_declared_ranges(path: Path) -> None:
     assert checked >= 4
 
 
-@pytest.mark.parametrize("path", COMBINATIONS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", PINNED, ids=lambda p: p.stem)
 def test_a_combination_has_its_delta_jars_pinned(path: Path) -> None:
     pinned = pins(path)
     release = jars.delta_jars(pinned["delta-spark"], pinned["pyspark"])
@@ -58,3 +60,24 @@ def test_a_combination_pins_what_it_names_over_the_test_tools() -> None:
     names = [compat.package_name(line) for line in wanted]
     assert names.count("pyspark") == 1 and "pytest" in names
     assert "dbt-tests-adapter" not in names  # the lock's, which follows dbt-core's minor version
+
+
+def test_the_newest_combination_pins_nothing_of_spark_delta_or_dbt() -> None:
+    """pip chooses its versions when it runs, so a release that lakehistory has no jars for fails
+    `make test-compat` before a user meets it."""
+    newest = compat.COMBINATIONS / "newest.txt"
+    assert compat.resolved(newest)
+    named = {compat.package_name(line) for line in compat.pinned_lines(newest)}
+    assert not named & {"pyspark", "delta-spark", "dbt-core", "dbt-spark", "dbt-adapters"}
+
+
+def test_the_newest_combination_installs_as_the_readme_says() -> None:
+    """The README's install command, as written: the wheels of the two distributions and, beside
+    them, exactly the requirement lines of `newest.txt`."""
+    readme = (compat.REPOSITORY / "README.md").read_text()
+    section = readme.split("## Use it in your own dbt project", 1)[1]
+    (command,) = [line for line in section.splitlines() if line.startswith("python -m pip install dist/")]
+    words = shlex.split(command)[4:]
+    assert [w for w in words if w.startswith("dist/")] == ["dist/dbt_sparksession-*.whl", "dist/lakehistory-*.whl"]
+    extra = [w for w in words if not w.startswith("dist/")]
+    assert extra == compat.pinned_lines(compat.COMBINATIONS / "newest.txt")

@@ -5,9 +5,11 @@ delta-spark and pyspark."""
 from __future__ import annotations
 
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from lakehistory.runtime import jars
 from lakehistory.runtime.paths import jar_dir
@@ -64,6 +66,35 @@ def test_a_combination_without_pinned_jars_is_named() -> None:
         jars.delta_jars("4.4.0", "4.3.0")
     assert "delta-spark 4.4.0 with pyspark 4.3.0" in str(refused.value)
     assert "delta-spark 4.0.1 with pyspark 4.0" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("delta", "spark", "command"),
+    [
+        ("4.4.1", "4.2.0", "python -m pip install 'delta-spark==4.4.0'"),
+        ("4.1.0", "4.2.1", "python -m pip install 'delta-spark==4.4.0'"),
+        ("4.3.1", "4.3.0", "python -m pip install 'pyspark==4.2.*' 'delta-spark==4.4.0'"),
+    ],
+)
+def test_a_release_without_jars_names_the_command_that_installs_one(delta: str, spark: str, command: str) -> None:
+    with pytest.raises(SystemExit) as refused:
+        jars.delta_jars(delta, spark)
+    assert f"delta-spark {delta} with pyspark {spark}" in str(refused.value)
+    assert f"`{command}`" in str(refused.value)
+
+
+def test_every_delta_release_the_range_admits_has_its_jars_for_spark_4_0() -> None:
+    """The releases published when this was written, each within `lakehistory`'s declared range
+    or left out of it; each admitted one has jars pinned for at least Spark 4.0 and 4.1."""
+    project = tomllib.loads((Path(jars.__file__).parents[3] / "pyproject.toml").read_text())["project"]
+    (delta_range,) = [Requirement(r) for r in project["dependencies"] if r.startswith("delta-spark")]
+    published = ("4.0.1", "4.1.0", "4.2.0", "4.3.0", "4.3.1", "4.4.0", "4.4.1")
+    admitted = [v for v in published if delta_range.specifier.contains(v)]
+    assert "4.4.1" not in admitted and "4.2.0" in admitted
+    for version in admitted:
+        assert jars.delta_jars(version, "4.0.1").version == version
+        if version != "4.0.1":
+            assert jars.delta_jars(version, "4.1.1").spark_minor == "4.1"
 
 
 def test_each_release_names_its_jars_as_maven_central_does() -> None:

@@ -3,13 +3,16 @@ declares, in a virtual environment of its own, built from nothing.
 
     python -m lakehistory_tools.compat [NAME ...]    # default: every combination of setup/compat
 
-A combination is a file `setup/compat/NAME.txt` that pins Spark's, Delta's and dbt's packages
-(`pinned.txt` pins nothing: it is `setup/requirements.lock`, the development and CI setup, as it
-stands). For each, in `$LAKEHISTORY_HOME/compat/NAME`:
-1. a fresh virtual environment with those pins and the test tools, then the wheels of the
+A combination is a file `setup/compat/NAME.txt` of requirement lines: pins of Spark's, Delta's and
+dbt's packages, or (`newest.txt`) only what the README's install adds, so that pip resolves the
+newest releases within the ranges each time it runs and the next release shows up here before it
+reaches a user; `pinned.txt` is empty: `setup/requirements.lock`, the development and CI setup, as
+it stands. For each, in `$LAKEHISTORY_HOME/compat/NAME`:
+1. a fresh virtual environment with those lines, the test tools and the wheels of the
    repository's three distributions, which `python -m build` makes once per run (an sdist each,
-   and the wheel from it), pip resolving their other dependencies within the ranges they declare;
-   `pip check` proves that the declared ranges accept the combination;
+   and the wheel from it), in one pip resolution within the ranges they declare (made anew on each
+   run for a combination that is not all pins); `pip check` proves that the declared ranges
+   accept the combination, and the versions pip chose are printed;
 2. the Delta jars of its delta-spark and pyspark (checked by SHA-256: lakehistory.runtime.jars);
 3. the engine's fast tests (ENGINE_TESTS) in that environment;
 4. the demo's first daily build, data tests included (`lakehistory-demo run --syncs 1`), outside
@@ -70,6 +73,12 @@ def pinned_lines(path: Path) -> list[str]:
     return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
 
 
+def resolved(combination: Path) -> bool:
+    """Whether pip chooses the combination's Spark on each run: lines that pin no pyspark."""
+    lines = pinned_lines(combination)
+    return bool(lines) and "pyspark" not in {package_name(line) for line in lines}
+
+
 def requirements(combination: Path) -> list[str]:
     """The combination's pins and the test tools; the whole lock for a combination of no pins."""
     pins = pinned_lines(combination)
@@ -123,16 +132,18 @@ class Combination:
 
     def install(self, wheels: list[Path]) -> str:
         """A fresh environment when the requirements changed, with `wheels` installed; what it holds."""
-        wanted = requirements(COMBINATIONS / f"{self.name}.txt")
+        path = COMBINATIONS / f"{self.name}.txt"
+        wanted = requirements(path)
         listed = self.home / "requirements.txt"
-        if not listed.is_file() or listed.read_text() != "\n".join(wanted) + "\n":
+        if resolved(path) or not listed.is_file() or listed.read_text() != "\n".join(wanted) + "\n":
             shutil.rmtree(self.venv, ignore_errors=True)
             self.home.mkdir(parents=True, exist_ok=True)
             self.run(sys.executable, "-m", "venv", self.venv)
             python = self.venv / "bin" / "python"
             self.run(python, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-            self.run(python, "-m", "pip", "install", "--quiet", "-r", _write(listed.with_suffix(".new"), wanted))
-            self.run(python, "-m", "pip", "install", "--quiet", *wheels)
+            # one resolution of the lines and the wheels together, as a user's pip install makes it
+            lines = _write(listed.with_suffix(".new"), wanted)
+            self.run(python, "-m", "pip", "install", "--quiet", "-r", lines, *wheels)
             listed.with_suffix(".new").replace(listed)
         python = self.venv / "bin" / "python"
         # the wheels of this run, though their version is that of the last

@@ -52,38 +52,45 @@ class DeltaJars:
         }
 
 
-_STORAGE_4_0_1 = "ecc42c5aaa51c423312d9e4e48aa4a12b34740bf2c37de0e8f279277ec3d12e4"
-_STORAGE_4_4_0 = "c46735481fa8e326b0957be02b4420cbcab4b325bb08009b7f2045a95133f1cc"
-# Every delta-spark release and Spark minor the package declares (README "Where it runs"): the
-# wheel and the jars must be of one release, and a release's jar is built for one Spark minor.
+# delta-storage's SHA-256 for each release.
+_STORAGE = {
+    "4.0.1": "ecc42c5aaa51c423312d9e4e48aa4a12b34740bf2c37de0e8f279277ec3d12e4",
+    "4.1.0": "6d0520ffcc35b582369f92c23fa24e14a5bb935cf6e31ed7f47c5046ae17cb25",
+    "4.2.0": "2d84df76551f2b3cd27b120abec67ccbba324cea6ec45eb659edcc54234f99f3",
+    "4.3.0": "d765a7144289c292e256963f810c1a4b096a8c09bdb3b0370096393b6a02b3c5",
+    "4.3.1": "577c12c7e371be4c041714fb48e88ad86e3c3512beea2bdaffbe7a4debf79718",
+    "4.4.0": "c46735481fa8e326b0957be02b4420cbcab4b325bb08009b7f2045a95133f1cc",
+}
+# delta-spark's SHA-256 for each release and Spark minor it was built for: every pair of the
+# package's ranges that Maven Central has jars for (README "Where it runs"). The wheel and the jars
+# must be of one release, and a release's jar is built for one Spark minor. Delta 4.1 to 4.3 were
+# built for Spark 4.0 and 4.1 only, and delta-spark 4.4.1 has no jars on Maven Central, so the
+# ranges leave it out.
+_SPARK = {
+    ("4.1.0", "4.0"): "ad80099aed25b3db4a2c811166beda79ae954cec9acdb23fb52ecbb6737fa104",
+    ("4.1.0", "4.1"): "9b05d7a82196ee1f1073733a45a2faae59161e52b86ae918fe6742fad6eaf036",
+    ("4.2.0", "4.0"): "c2fa12fc2df52ddb494c57df0561ba2ed68dbf5c67f438987faac5ea1552b6a0",
+    ("4.2.0", "4.1"): "8480050a55c7e50427f3bec3af9243f98fc7cbfa453a2ef55e6ea8d0b7b121ff",
+    ("4.3.0", "4.0"): "8cf3be21bfb8a4dffd7a8ba0a84496fe764d442987da5fe515cae72a3352c683",
+    ("4.3.0", "4.1"): "35ae4164ee41bbfc8bdb52dcd3715ff4e1821a18c085e7a71a462e8e80e23ee5",
+    ("4.3.1", "4.0"): "29cf792052bcce08c58827953cdbcc29b8b21c52f9747a22e72eac2b64cf57e9",
+    ("4.3.1", "4.1"): "ebf35a4383f0a653c3ee3c7882c0edcac2f846be31ac61af4b96ccfaaf36c171",
+    ("4.4.0", "4.0"): "49e899667168b9412f83cbe894ce264107d7b896d6c5e12edca4e216845c1104",
+    ("4.4.0", "4.1"): "75a9400986853c061f5109f012547de2545a5759e5e752e5ef633dabe16a4f10",
+    ("4.4.0", "4.2"): "27d4fd8b1f879535c573ed1c718177d6a27f24d3e626ba02e216369725721ead",
+}
 DELTA_RELEASES = (
+    # Delta 4.0 names its jar for Scala only, later releases for Spark and Scala.
     DeltaJars(
         "4.0.1",
         "4.0",
         f"delta-spark_{SCALA}",
         "a1e76860b19fe1e6b205a4ea7a9099a2f9575d39bb71d49b3e679b299d0efb91",
-        _STORAGE_4_0_1,
+        _STORAGE["4.0.1"],
     ),
-    DeltaJars(
-        "4.4.0",
-        "4.0",
-        f"delta-spark_4.0_{SCALA}",
-        "49e899667168b9412f83cbe894ce264107d7b896d6c5e12edca4e216845c1104",
-        _STORAGE_4_4_0,
-    ),
-    DeltaJars(
-        "4.4.0",
-        "4.1",
-        f"delta-spark_4.1_{SCALA}",
-        "75a9400986853c061f5109f012547de2545a5759e5e752e5ef633dabe16a4f10",
-        _STORAGE_4_4_0,
-    ),
-    DeltaJars(
-        "4.4.0",
-        "4.2",
-        f"delta-spark_4.2_{SCALA}",
-        "27d4fd8b1f879535c573ed1c718177d6a27f24d3e626ba02e216369725721ead",
-        _STORAGE_4_4_0,
+    *(
+        DeltaJars(version, minor, f"delta-spark_{minor}_{SCALA}", sha256, _STORAGE[version])
+        for (version, minor), sha256 in _SPARK.items()
     ),
 )
 # The Delta jars a Spark session of this project loads: a folder of `jar_dir()` holding those of
@@ -105,11 +112,32 @@ def delta_jars(delta: str | None = None, spark: str | None = None) -> DeltaJars:
     for release in DELTA_RELEASES:
         if release.version == delta and release.spark_minor == minor:
             return release
-    supported = ", ".join(f"delta-spark {r.version} with pyspark {r.spark_minor}" for r in DELTA_RELEASES)
     raise SystemExit(
-        f"setup: lakehistory has no Delta jars pinned for delta-spark {delta} with pyspark {spark};"
-        f" install one of the combinations it supports: {supported}"
+        f"setup: lakehistory has no Delta jars pinned for delta-spark {delta} with pyspark {spark}"
+        f" (a release newer than this lakehistory, or a pair Delta publishes no jars for). {_remedy(minor)}"
     )
+
+
+def _remedy(spark_minor: str) -> str:
+    """The command that installs a pinned combination: the newest delta-spark pinned for this
+    pyspark, or else the newest pair pinned."""
+
+    def newest(releases: list[DeltaJars]) -> DeltaJars:
+        return max(releases, key=lambda r: (_numbers(r.spark_minor), _numbers(r.version)))
+
+    same_spark = [r for r in DELTA_RELEASES if r.spark_minor == spark_minor]
+    if same_spark:
+        release = newest(same_spark)
+        command = f"python -m pip install 'delta-spark=={release.version}'"
+    else:
+        release = newest(list(DELTA_RELEASES))
+        command = f"python -m pip install 'pyspark=={release.spark_minor}.*' 'delta-spark=={release.version}'"
+    supported = ", ".join(f"delta-spark {r.version} with pyspark {r.spark_minor}" for r in DELTA_RELEASES)
+    return f"Run `{command}`, then this again. Pinned: {supported}."
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
 
 
 # Hadoop's S3A connector, for a lakehouse and landing on object storage (s3a:// URIs): hadoop-aws
