@@ -65,7 +65,8 @@
 
 {% macro default__drop_branch(name) %}
   {%- set branch = lakehistory._branch(name) -%}
-  {%- set dropped = lakehistory._engine('drop_branch', {'name': branch['name'], 'schema': branch['schema']}) -%}
+  {%- set dropped = lakehistory._engine('drop_branch', {'name': branch['name'], 'schema': branch['schema'],
+      'branch_transactions': branch['branch_transactions']}) -%}
   {{ log("branch " ~ name ~ (": dropped" if dropped else ": there is no such branch; nothing to do"), info=true) }}
   {{ return(dropped) }}
 {% endmacro %}

@@ -364,11 +364,13 @@ def publish_branch(
     return branches.publish(spark, ctx.writer, branch, schema, [dict(t) for t in tables], ctx.versioning, author)
 
 
-def drop_branch(spark: SparkSession, context: Mapping[str, Any], name: str, schema: str) -> bool:
+def drop_branch(
+    spark: SparkSession, context: Mapping[str, Any], name: str, schema: str, branch_transactions: str
+) -> bool:
     """Drop a branch's schema; whether there was one."""
-    Context.of(context)
-    branches.check_name(name)
-    return branches.drop(spark, schema)
+    ctx = Context.of(context)
+    branch = branches.Branch(branches.check_name(name), branch_transactions)
+    return branches.drop(spark, ctx.writer, branch, schema)
 
 
 # -- the lakehistory command -------------------------------------------------------------------------

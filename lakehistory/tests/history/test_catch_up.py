@@ -214,7 +214,7 @@ def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_ap
     recovery then records it from the commit. The table's own model applies nothing twice."""
     engine.land("rec_a", [one_row("rec_a", 1)])
     engine.land("rec_b", [one_row("rec_b", 1)])
-    monkeypatch.setattr(lock, "unrecorded", set())  # the stopped run's, not the next tests'
+    monkeypatch.setattr(lock, "unrecorded", {})  # the stopped run's, not the next tests'
 
     def stop(name: str) -> None:
         if name == "committed":
@@ -226,7 +226,7 @@ def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_ap
     monkeypatch.setattr(apply, "_reached", lambda name: None)
     lock.let_go_all()  # the lock's row says a commit was left unrecorded, as a killed holder's would
     engine.new_process()
-    monkeypatch.setattr(lock, "unrecorded", set())
+    monkeypatch.setattr(lock, "unrecorded", {})
 
     both = ["rec_a", "rec_b"]
     engine.stage("rec_a", ROW_COLUMNS, ["id"], "recovery-1", run_tables=both)
@@ -247,7 +247,7 @@ def test_the_next_writer_checks_every_table_only_when_the_last_one_may_have_left
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spark = engine.project.spark
-    monkeypatch.setattr(lock, "unrecorded", set())
+    monkeypatch.setattr(lock, "unrecorded", {})
 
     def next_writer_checks() -> bool:
         with lock.holding(spark, engine.writer_lock, 10):
@@ -255,9 +255,9 @@ def test_the_next_writer_checks_every_table_only_when_the_last_one_may_have_left
 
     lock.let_go_all()
     assert not next_writer_checks(), "let go with every commit recorded"
-    monkeypatch.setattr(lock, "unrecorded", {engine.target("somewhere")})
+    monkeypatch.setattr(lock, "unrecorded", {engine.writer_lock: {engine.target("somewhere")}})
     lock.let_go_all()
-    monkeypatch.setattr(lock, "unrecorded", set())
+    monkeypatch.setattr(lock, "unrecorded", {})
     assert next_writer_checks(), "let go with a commit unrecorded"
     with lock.holding(spark, engine.writer_lock, 10):
         lock.checked_every_table()

@@ -46,7 +46,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,9 +67,10 @@ LET_GO_WAIT_SECONDS = 30  # at exit, for a renewal in flight
 TOKEN = uuid.uuid4().hex  # this process's
 _takes = itertools.count(1)
 _active = threading.local()
-# The history tables whose last commit this process could not record (writer.py records them
-# before its next id). A process that lets go of the lock with any says so in the lock's row.
-unrecorded: set[str] = set()
+# Per writer lock, the history tables whose last commit this process could not record (writer.py
+# records them before its next id, into that lock's transactions table and no other: a process may
+# write a lakehouse and its branches). A process that lets go of a lock with any says so in its row.
+unrecorded: dict[str, set[str]] = {}
 # The history tables a dbt thread of this process is committing to outside `in_process`
 # (writing_outside_turn): their commits are that thread's to record, not another's to recover.
 writing: set[str] = set()
@@ -385,6 +386,22 @@ def writing_outside_turn(target: str) -> Iterator[None]:
                 held.used = time.monotonic()
 
 
+def unrecorded_of(lock: str) -> set[str]:
+    """The history tables of the writer lock `lock` with a commit this process did not record."""
+    return unrecorded.setdefault(lock, set())
+
+
+def mark_unrecorded(targets: Iterable[str], recorded: bool = False) -> None:
+    """Count the history tables `targets` as holding a commit the transactions table lacks (or,
+    `recorded`, no longer), under the lock the calling thread writes under."""
+    found = getattr(_active, "hold", None)
+    tables = unrecorded_of(found[0] if found else "")
+    if recorded:
+        tables.difference_update(targets)
+    else:
+        tables.update(targets)
+
+
 def hold_of(lock: str) -> int | None:
     """Which take of `lock` this process holds now (None: none, or one it may have lost). While
     it stays the same, no other process has written to the lakehouse's tables."""
@@ -431,7 +448,7 @@ def let_go(spark: SparkSession, lock: str, token: str) -> None:
         _lock_session(spark),
         lock,
         token,
-        UNRECORDED + ", ".join(sorted(unrecorded)) if unrecorded else "",
+        UNRECORDED + ", ".join(sorted(unrecorded_of(lock))) if unrecorded_of(lock) else "",
         "t.`token` = s.`token`",
         "`holder` = s.`holder`, `token` = null, `taken_at` = null, `expires_at` = null",
     )

@@ -23,13 +23,13 @@ from lakehistory.history import ledger, lock
 @contextlib.contextmanager
 def committing(targets: Sequence[str]) -> Iterator[None]:
     """From before a commit of the history tables `targets` until its transactions are recorded,
-    the tables count as holding a commit the transactions table lacks (lock.unrecorded): whatever
+    the tables count as holding a commit the transactions table lacks (lock.unrecorded_of): whatever
     stops the block in between (an error raised after Delta committed, Ctrl-C while a dbt thread
     sits here, a lost Connect stream) leaves them so, the writer lock is let go as not clean, and
     the next writer records the commit before it takes an id."""
-    lock.unrecorded.update(targets)
+    lock.mark_unrecorded(targets)
     yield
-    lock.unrecorded.difference_update(targets)
+    lock.mark_unrecorded(targets, recorded=True)
 
 
 def record_commits(
@@ -46,7 +46,7 @@ def record_commits(
         stop("committed")
         ledger.record(spark, transactions, commits, uuid_sql)
     except Exception:
-        lock.unrecorded.update(target for target, _ in commits)
+        lock.mark_unrecorded(target for target, _ in commits)
         raise
 
 

@@ -198,6 +198,10 @@ def _contradiction(sync: SyncOf, found: Reserved) -> str:
 # --- reverts and undos -------------------------------------------------------------------------------
 
 
+# A key of an operation's request that is the engine's, not the macro's argument (a branch's id).
+PRIVATE = "_"
+
+
 @dataclass(frozen=True)
 class Operation:
     """A revert's or undo's reservation (operations/revert.py): its transaction, what was asked (JSON: the
@@ -212,14 +216,19 @@ class Operation:
         return tuple(t for t in self.reserved.sync.tables if t not in self.applied)
 
     def stopped_message(self) -> str:
-        asked = json.loads(self.request)
+        asked = {k: v for k, v in json.loads(self.request).items() if not k.startswith(PRIVATE)}
         operation = asked.pop("operation")
         return (
             f"the {operation} recorded as transaction {self.reserved.txn_id} was stopped before"
             f" {', '.join(self.waiting)} recorded it: it is not visible to readers of the consistent cut, and no"
             " other transaction may come to those tables before it. Run it again to complete it:"
-            f" dbt run-operation lakehistory.{operation} --args '{json.dumps(asked)}'"
+            f" dbt run-operation lakehistory.{operation} --args '{json.dumps(asked)}'; or, when it cannot complete,"
+            f" give it up: {self.give_up_command()}"
         )
+
+    def give_up_command(self) -> str:
+        """The command that gives the operation up when it cannot complete (operations/abandon.py)."""
+        return f"dbt run-operation lakehistory.abandon_sync --args '{json.dumps({'sync_id': self.reserved.sync.id})}'"
 
 
 def reserve_operation(

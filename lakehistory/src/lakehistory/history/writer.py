@@ -86,7 +86,7 @@ class Writer:
         so that its last id counts every other table's) and the batches just recorded.
         `latest`: `target`'s last commit, when the caller knows it is still the last."""
         recovered, state = self._recover_others(spark, {target}, target)
-        lock.unrecorded.discard(target)
+        lock.unrecorded_of(self.lock).discard(target)
         records.withdraw(self.transactions, target)
         state, txns = ledger.recover(spark, self.transactions, target, self.uuid_sql, state, latest)
         mine = [(target, t) for t in txns]
@@ -137,7 +137,9 @@ class Writer:
             ledger.forget(self.transactions)
         every = lock.must_check_every_table()
         # a table another dbt thread is committing to outside its turn is that thread's to record
-        tables = sorted((lock.unrecorded | (set(self.history_tables) if every else set())) - skip - lock.writing)
+        # a commit left unrecorded outside any hold ("") is this lakehouse's if its table is
+        left = lock.unrecorded_of(self.lock) | (lock.unrecorded_of("") & set(self.history_tables))
+        tables = sorted((left | (set(self.history_tables) if every else set())) - skip - lock.writing)
         states = ledger.recorded_for(spark, self.transactions, [*tables, then])
         recovered: list[tuple[str, ledger.Txn]] = []
         for table in tables:
@@ -147,7 +149,8 @@ class Writer:
                 state = None if recovered else states[table]
                 txns = ledger.recover(spark, self.transactions, table, self.uuid_sql, state)[1]
                 recovered += [(table, t) for t in txns]
-            lock.unrecorded.discard(table)
+            lock.unrecorded_of(self.lock).discard(table)
+            lock.unrecorded_of("").discard(table)
         done.read_afresh.add(self.transactions)
         if every:
             lock.checked_every_table()

@@ -11,6 +11,11 @@ tables that applied it hold (an undo of it takes that back too), no table owes i
 it landing later is refused, naming this command. Ids stay gap-free, a sync that no table applied
 included: its id is this row's.
 
+A revert's, undo's, rewind's or branch publish's transaction stopped before every table recorded
+it (`lakehistory:<operation>:<id>`, as its message names it) holds those tables until it
+completes; when it cannot (the branch it published is gone), giving it up records an abandon row
+for each table that had not recorded it, and the tables take transactions again.
+
 One commit, under the writer lock, after recording what any history table committed and the
 transactions table lacks: killed before it, nothing changed; after it, asked again, it answers
 that the sync was given up already.
@@ -61,18 +66,15 @@ def abandon_sync(
         }
         if found.abandoned:
             return outcome
+        who = author or spark.sql("select current_user()").collect()[0][0]
         if sync_id.startswith(OPERATION_SYNC_PREFIX):
-            raise HistoryError(
-                f"abandon_sync: {sync_id} is a revert's or undo's transaction, not a landed sync: run the same"
-                " revert or undo again to complete it. Nothing was changed."
-            )
+            return _abandon_operation(spark, writer, found, sync_id, who, reason)
         if not outcome["waiting"]:
             raise HistoryError(
                 f"abandon_sync: every table of sync {sync_id} applied it (transaction {found.txn_id}): there is"
                 " nothing to give up. To take its changes back, undo it:"
                 f" dbt run-operation lakehistory.undo --args '{{txn_id: {found.txn_id}}}'. Nothing was changed."
             )
-        who = author or spark.sql("select current_user()").collect()[0][0]
         message = f"gave up sync {sync_id}: {', '.join(outcome['waiting'])} never applied it" + (
             f" ({reason})" if reason else ""
         )
@@ -103,6 +105,68 @@ def abandon_sync(
         lock.check_held()
         ledger.insert_transactions(spark, transactions, row.select(*COLUMNS), int(found.txn_id))
         return outcome
+
+
+def _abandon_operation(
+    spark: SparkSession, writer: Writer, found: Row, sync_id: str, who: str, reason: str | None
+) -> dict[str, Any]:
+    """Give up a revert's, undo's, rewind's or branch publish's transaction that stopped before
+    every table recorded it, and cannot complete (its branch is gone, say): each table that has
+    not recorded it gets an abandon row under its id, so that its next transaction may come. A
+    table that committed it and had not recorded it is recorded first: that part stays."""
+    transactions = writer.transactions
+    for table in sorted(set(found.tables) - set(found.applied)):
+        writer.recover(spark, table)
+    found = _sync(spark, transactions, sync_id) or found  # reserved: it is still there
+    waiting = sorted(set(found.tables) - set(found.applied))
+    outcome = {
+        "transaction": int(found.txn_id),
+        "applied": sorted(found.applied),
+        "waiting": waiting,
+        "already_done": not waiting,
+    }
+    if not waiting:  # every table had committed it: it is complete now
+        return outcome
+    message = f"gave up {sync_id.removeprefix(OPERATION_SYNC_PREFIX)}: {', '.join(waiting)} never recorded it" + (
+        f" ({reason})" if reason else ""
+    )
+    versions = {t: _last_version(spark, t) for t in waiting}
+    reserved = spark.table(syncs_relation(transactions)).where(F.col("sync_id") == F.lit(sync_id))
+    rows = (
+        reserved.select("txn_id", "started_at")
+        .crossJoin(
+            spark.createDataFrame([(t, v) for t, v in versions.items()], "history_table string, delta_version bigint")
+        )
+        .select(
+            "txn_id",
+            F.expr(writer.uuid_sql).alias("txn_uuid"),
+            F.lit(ABANDON).alias("operation"),
+            F.lit(None).cast("string").alias("source_table"),
+            "history_table",
+            F.lit(None).cast("string").alias("batch_id"),
+            F.lit(None).cast("bigint").alias("batch_sequence"),
+            F.lit(who).cast("string").alias("author"),
+            F.lit(APP_ID).alias("app_id"),
+            F.lit(message).alias("commit_message"),
+            "started_at",
+            F.current_timestamp().alias("committed_at"),
+            *(F.lit(0).cast("bigint").alias(c) for c in COUNTS),
+            "delta_version",
+            F.lit(sync_id).alias("sync_id"),
+            F.lit(None).cast("string").alias("commit_json"),
+            F.lit(None).cast("string").alias("schema_changes"),
+        )
+    )
+    lock.check_held()
+    ledger.insert_transactions(spark, transactions, rows.select(*COLUMNS), int(found.txn_id))
+    return outcome
+
+
+def _last_version(spark: SparkSession, table: str) -> int:
+    """The table's last Delta version (0 for a table that is gone): what its abandon row records."""
+    if not spark.catalog.tableExists(table.replace("`", "")):
+        return 0
+    return int(spark.sql(f"describe history {table} limit 1").collect()[0].version)
 
 
 def _sync(spark: SparkSession, transactions: str, sync_id: str) -> Row | None:

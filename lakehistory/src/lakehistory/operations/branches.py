@@ -34,6 +34,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,8 @@ from lakehistory.sql import cols, lit, q
 NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 # The branch's transactions table says what it is in this table property (JSON).
 PROPERTY = "lakehistory.branch"
+# The branch's schema says whose branch it is in its comment (JSON with this key), written first.
+OWNER = "lakehistory_branch_of"
 PUBLISH_VIEW = "__lh_publish"
 # a transaction's start as text in the session's time zone (UTC), as the syncs table gives it
 _TEXT = "yyyy-MM-dd HH:mm:ss.SSS"
@@ -97,6 +100,48 @@ class Branch:
         return json.loads(found[0]) if found else None
 
 
+def owner(spark: SparkSession, schema: str) -> dict[str, Any] | None:
+    """Whose branch the schema is: what its creation wrote first, in the schema's comment (the
+    lakehouse's transactions table, the branch's name and id); None for a schema lakehistory did
+    not create, or none at all."""
+    if not spark.catalog.databaseExists(schema):
+        return None
+    try:
+        said = json.loads(spark.catalog.getDatabase(schema).description or "")
+    except ValueError:
+        return None
+    return said if isinstance(said, dict) and OWNER in said else None
+
+
+def _refuse_foreign(spark: SparkSession, branch: Branch, schema: str, transactions: str, what: str) -> None:
+    """A schema of the branch's name that is not a branch of this lakehouse is never touched."""
+    found = owner(spark, schema)
+    if spark.catalog.databaseExists(schema) and (found is None or found[OWNER] != transactions):
+        whose = "another lakehouse's branch" if found else "not a branch lakehistory created"
+        raise HistoryError(
+            f"{what} branch {branch.name}: the schema {schema} exists and is {whose}; lakehistory creates and drops"
+            " only the schemas of its own branches. Choose another name, or rename that schema. Nothing was changed."
+        )
+
+
+def children(spark: SparkSession, transactions: str, schema: str) -> list[str]:
+    """The schemas of the branches made from the branch of `schema` (its transactions table
+    `transactions`): each is named `<schema>__<name>`."""
+    prefix = f"{schema}__"
+    found = spark.catalog.listDatabases(f"{schema}__*")  # a pattern of names: the catalog's listing
+    return sorted(
+        d.name for d in found if d.name.startswith(prefix) and (owner(spark, d.name) or {}).get(OWNER) == transactions
+    )
+
+
+def _refuse_children(spark: SparkSession, branch: Branch, schema: str, what: str) -> None:
+    if found := children(spark, branch.transactions, schema):
+        raise HistoryError(
+            f"{what} branch {branch.name} refused: the branch(es) {', '.join(found)} were made from it and read its"
+            " tables. Publish or drop them first. Nothing was changed."
+        )
+
+
 def check_name(name: str) -> str:
     if not NAME.fullmatch(name or ""):
         raise HistoryError(
@@ -122,13 +167,14 @@ def create(
     a branch of that name already, and a transaction not visible yet. A creation cut short
     (no PROPERTY yet) is made anew."""
     check_name(branch.name)
+    transactions = writer.transactions
+    _refuse_foreign(spark, branch, schema, transactions, "create")
     if branch.described(spark) is not None:
         raise HistoryError(
             f"branch {branch.name} exists already ({schema}): publish it or drop it first (lakehistory branch drop"
             f" {branch.name})"
         )
     chosen = [Table.of(dict(t)) for t in tables]
-    transactions = writer.transactions
     with writer.holding(spark), own_session(spark) as spark:
         log = spark.table(transactions)
         last = log.agg(F.max("txn_id")).collect()[0][0] or 0
@@ -149,8 +195,10 @@ def create(
         started = log.where(F.col("txn_id") == F.lit(fork)).select(F.date_format("started_at", _TEXT)).limit(1)
         first = started.collect()
         fork_started = first[0][0] if first else None
-        spark.sql(f"drop schema if exists {q(schema)} cascade")  # a creation cut short
-        spark.sql(f"create schema {q(schema)}")
+        identity = {OWNER: transactions, "name": branch.name, "id": uuid.uuid4().hex}
+        _refuse_foreign(spark, branch, schema, transactions, "create")  # made meanwhile
+        spark.sql(f"drop schema if exists {q(schema)} cascade")  # a creation of this lakehouse's, cut short
+        spark.sql(f"create schema {q(schema)} comment {lit(json.dumps(identity))}")
         cloned = []
         for table in chosen:
             if table.target in versions:
@@ -172,6 +220,7 @@ def create(
         if spark.catalog.tableExists(tags_relation(transactions).replace("`", "")):
             _clone_cut(spark, tags_relation(transactions), tags_relation(branch.transactions), fork)
         described = {
+            "id": identity["id"],
             "name": branch.name,
             "of": transactions,
             "fork": fork,
@@ -188,12 +237,38 @@ def _clone_cut(spark: SparkSession, source: str, target: str, fork: int) -> None
     spark.sql(f"delete from {target} where `txn_id` > {int(fork)}")
 
 
-def drop(spark: SparkSession, schema: str) -> bool:
-    """Drop the branch's schema and its tables (main's files, which its clones name, stay)."""
+def drop(spark: SparkSession, writer: Writer, branch: Branch, schema: str) -> bool:
+    """Drop the branch's schema and its tables (main's files, which its clones name, stay).
+    Refused: a schema that is not a branch of this lakehouse, a branch with a branch of its own,
+    and one whose publish is reserved and not complete (asked again, it completes)."""
     if not spark.catalog.databaseExists(schema):
         return False
-    spark.sql(f"drop schema {q(schema)} cascade")
+    _refuse_foreign(spark, branch, schema, writer.transactions, "drop")
+    with writer.holding(spark), own_session(spark) as spark:
+        _refuse_children(spark, branch, schema, "drop of")
+        identity = owner(spark, schema) or {}
+        for stopped in syncs.operations(spark, writer.transactions):
+            if stopped.waiting and _publishes(stopped.request, branch.name, identity.get("id")):
+                raise HistoryError(
+                    f"drop of branch {branch.name} refused: its publish, transaction {stopped.reserved.txn_id} of main,"
+                    f" was stopped before {', '.join(stopped.waiting)} recorded it, and reads the branch to complete."
+                    f" Complete it (lakehistory branch publish {branch.name}), or give it up"
+                    f" ({stopped.give_up_command()}). Nothing was changed."
+                )
+        _drop_schema(spark, schema)
     return True
+
+
+def _drop_schema(spark: SparkSession, schema: str) -> None:
+    spark.sql(f"drop schema {q(schema)} cascade")
+
+
+def _publishes(request: str, name: str, branch_id: str | None) -> bool:
+    """Whether an operation's request is a publish of the branch `name` of id `branch_id`."""
+    asked = json.loads(request or "{}")
+    if asked.get("operation") != "publish_branch" or asked.get("name") != name:
+        return False
+    return asked.get(syncs.PRIVATE + "branch") in (None, branch_id)
 
 
 # -- publish -----------------------------------------------------------------------------------------
@@ -219,10 +294,14 @@ def publish(
         str(fork) if versioning.version_type == "integer" else f"timestamp'{described['fork_started'] or '0001-01-01'}'"
     )
     by_branch = {t.branch: t for t in (Table.of(dict(x)) for x in tables)}
-    # as the macro is asked (syncs.Operation.stopped_message names the command from it)
-    request = json.dumps({"operation": "publish_branch", "name": branch.name})
+    # as the macro is asked (syncs.Operation.stopped_message names the command from it), with the
+    # branch's identity: a later branch of the same name is another publish
+    request = json.dumps(
+        {"operation": "publish_branch", "name": branch.name, syncs.PRIVATE + "branch": described.get("id")}
+    )
     transactions = writer.transactions
     with writer.holding(spark), own_session(spark) as spark:
+        _refuse_children(spark, branch, schema, "publish of")
         rows = (
             spark.table(branch.transactions)
             .where(F.col("txn_id") > F.lit(fork))
@@ -239,7 +318,7 @@ def publish(
         # of the same name was published before this one's fork)
         done = next((o for o in found if not o.waiting and o.reserved.txn_id > fork), None)
         if stopped is None and done is not None:
-            drop(spark, schema)
+            _drop_schema(spark, schema)
             return {"transaction": done.reserved.txn_id, "tables": {}, "already_done": True}
         if stopped is None:
             _refuse_branch_state(spark, branch, rows, by_branch, fork)
@@ -274,7 +353,7 @@ def publish(
             writer.record(spark, commits, stop=lambda point: None)
         _reached("recorded")
         txn_id = reservation.reserved.txn_id
-    drop(spark, schema)
+        _drop_schema(spark, schema)
     return {
         "transaction": txn_id,
         "tables": {m: {"versions_closed": c[0], "versions_opened": c[1]} for m, c in counts.items()},

@@ -1,0 +1,247 @@
+"""Branches on the engine alone (no dbt build per step): a branch owns exactly its schema, is
+known by its identity rather than its name, and nothing a stopped publish reserved holds main for
+good. Each test is a sequence a user ran and that broke before: a user's schema dropped by
+`branch create` or `branch drop`, a second branch of a published branch's name published as
+"done" without a row, and a publish stopped after it reserved main's transaction, then its branch
+dropped, leaving main's tables refusing every run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from engine_case import VERSIONING, Engine
+from sync_case import COLUMNS, batch, new_process
+
+from harness import DbtProject, unique_schema
+from lakehistory.history import apply
+from lakehistory.history.table import HistoryError
+from lakehistory.history.transactions import ensure_transactions_table
+from lakehistory.history.uuids import transaction_uuid_sql
+from lakehistory.operations import abandon, branches
+
+TABLES = ("a", "b")
+
+
+@pytest.fixture(scope="module")
+def folder(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of the project (one `dbt deps`) for every lakehouse of the module."""
+    return Engine.start(tmp_path_factory.mktemp("branch_ownership"), "branch_ownership").project.project_dir
+
+
+def main_with_two_tables(folder: Path, label: str) -> Engine:
+    """A lakehouse of its own (a schema and a landing) whose tables a and b each applied batch 1
+    (transactions 1 and 2)."""
+    project = DbtProject(folder, unique_schema(label))
+    project.landing = folder / "landing" / label
+    project.landing_root = str(project.landing)
+    project.spark.sql(f"create schema `{project.schema}`")
+    engine = Engine(project, transaction_uuid_sql(database_id=0))
+    ensure_transactions_table(project.spark, engine.transactions)
+    for table in TABLES:
+        land(engine, table, 1, {1: f"{table}1"})
+        engine.apply(table, COLUMNS, ["id"])
+    return engine
+
+
+def land(engine: Engine, table: str, sequence: int, names: dict[int, str]) -> None:
+    engine.land(table, [batch(table, sequence, None, names)])
+
+
+def on_branch(main: Engine, name: str) -> Engine:
+    """The engine on the branch's schema, over main's landing, as a target of that schema runs."""
+    project = DbtProject(main.project.project_dir, f"{main.project.schema}__{name}")
+    project.landing, project.landing_root = main.project.landing, main.project.landing_root
+    return Engine(project, main.uuid_sql)
+
+
+def tables_of(main: Engine, name: str) -> list[dict]:
+    branch = on_branch(main, name)
+    return [
+        {"model": t, "target": main.target(t), "branch": branch.target(t), "keys": ["id"], "kind": "history"}
+        for t in TABLES
+    ]
+
+
+def branch_of(main: Engine, name: str) -> branches.Branch:
+    return branches.Branch(name, on_branch(main, name).transactions)
+
+
+def last_id(engine: Engine) -> int:
+    return int(engine.project.rows(f"select max(txn_id) as n from {engine.transactions}")[0]["n"] or 0)
+
+
+def create(main: Engine, name: str, fork: int | None = None) -> dict:
+    at = last_id(main) if fork is None else fork
+    schema = f"{main.project.schema}__{name}"
+    writer = main.writer(history_tables=TABLES)
+    return branches.create(main.project.spark, writer, branch_of(main, name), schema, tables_of(main, name), at, at)
+
+
+def publish(main: Engine, name: str) -> dict:
+    schema = f"{main.project.schema}__{name}"
+    writer = main.writer(history_tables=TABLES)
+    tables = tables_of(main, name)
+    return branches.publish(main.project.spark, writer, branch_of(main, name), schema, tables, VERSIONING, "ana")
+
+
+def drop(main: Engine, name: str) -> bool:
+    schema = f"{main.project.schema}__{name}"
+    return branches.drop(main.project.spark, main.writer(history_tables=TABLES), branch_of(main, name), schema)
+
+
+def current(engine: Engine, table: str) -> dict[int, str]:
+    rows = engine.project.rows(f"select id, name from {engine.target(table)} where _fivetran_active")
+    return {r["id"]: r["name"] for r in rows}
+
+
+def test_branch_commands_never_touch_a_schema_they_did_not_create(folder: Path) -> None:
+    main = main_with_two_tables(folder, "own_schema")
+    spark = main.project.spark
+    mine = f"{main.project.schema}__mine"
+    spark.sql(f"create schema `{mine}`")
+    spark.sql(f"create table `{mine}`.`precious` using delta as select 42 as answer")
+
+    with pytest.raises(HistoryError, match=r"exists and is not a branch lakehistory created.*Nothing was changed"):
+        create(main, "mine")
+    with pytest.raises(HistoryError, match="exists and is not a branch lakehistory created"):
+        drop(main, "mine")
+    assert spark.table(f"`{mine}`.`precious`").collect()[0].answer == 42
+
+    other = main_with_two_tables(folder, "own_other")  # another lakehouse's branch of the same schema name
+    create(other, "theirs")
+    theirs = f"{other.project.schema}__theirs"
+    spark.sql(
+        f"create schema `{main.project.schema}__theirs` comment '{spark.catalog.getDatabase(theirs).description}'"
+    )
+    with pytest.raises(HistoryError, match="is another lakehouse's branch"):
+        drop(main, "theirs")
+    assert drop(other, "theirs") and not spark.catalog.databaseExists(theirs)
+
+
+def test_a_creation_cut_short_is_made_anew(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    main = main_with_two_tables(folder, "cut_short")
+
+    def stopped(*_: object) -> None:
+        raise RuntimeError("stopped while cloning")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(branches, "_clone_cut", stopped)
+        with pytest.raises(RuntimeError):
+            create(main, "again")
+    new_process(monkeypatch)
+    assert create(main, "again")["tables"] == ["a", "b"]
+    assert current(on_branch(main, "again"), "a") == {1: "a1"}
+
+
+def test_a_second_branch_of_a_published_branchs_name_is_published_too(folder: Path) -> None:
+    main = main_with_two_tables(folder, "name_again")
+    create(main, "again")
+    first = on_branch(main, "again")
+    land(main, "a", 2, {1: "a2"})
+    first.apply("a", COLUMNS, ["id"])
+    assert publish(main, "again")["tables"] == {"a": {"versions_closed": 1, "versions_opened": 2}}
+
+    create(main, "again", fork=2)  # forked before that publish; it changes b only
+    second = on_branch(main, "again")
+    land(main, "b", 2, {1: "b2"})
+    second.apply("b", COLUMNS, ["id"])
+    published = publish(main, "again")
+    assert published == {
+        "transaction": 4,
+        "tables": {"b": {"versions_closed": 1, "versions_opened": 2}},  # the new version and the ended copy
+        "already_done": False,
+    }
+    assert current(main, "b") == {1: "b2"} and current(main, "a") == {1: "a2"}
+
+
+@pytest.mark.parametrize("point", ["reserved", "committed"])
+def test_a_publish_stopped_whose_branch_is_gone_is_given_up_and_main_moves_on(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    main = main_with_two_tables(folder, f"gone_{point}")
+    create(main, "late")
+    land(main, "a", 2, {1: "a2"})
+    on_branch(main, "late").apply("a", COLUMNS, ["id"])
+
+    def stop(reached: str) -> None:
+        if reached == point:
+            raise RuntimeError(f"stopped at {point}")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(branches, "_reached", stop)
+        with pytest.raises(RuntimeError):
+            publish(main, "late")
+    new_process(monkeypatch)
+
+    give_up = 'lakehistory.abandon_sync --args \'{"sync_id": "lakehistory:publish_branch:3"}\''
+    with pytest.raises(HistoryError, match="lakehistory branch publish late") as refused:
+        drop(main, "late")
+    assert give_up in str(refused.value)
+    land(main, "a", 3, {2: "a3"})
+    if point == "reserved":  # a has nothing of it: main's table waits for it (a run would record a commit)
+        with pytest.raises(Exception, match="publish_branch recorded as transaction 3 was stopped") as wedged:
+            main.apply("a", COLUMNS, ["id"])
+        assert give_up in str(wedged.value)
+
+    main.project.spark.sql(f"drop schema `{main.project.schema}__late` cascade")  # gone, by hand
+    outcome = abandon.abandon_sync(
+        main.project.spark, main.writer(history_tables=TABLES), "lakehistory:publish_branch:3"
+    )
+    if point == "reserved":  # nothing reached a: it is given up
+        assert (outcome["waiting"], outcome["already_done"]) == ([f"`{main.project.schema}`.`a`"], False)
+        assert current(main, "a") == {1: "a1"}
+    else:  # a had committed it: recorded, and so the publish is whole
+        assert (outcome["waiting"], outcome["already_done"]) == ([], True)
+        assert current(main, "a") == {1: "a2"}
+
+    main.apply("a", COLUMNS, ["id"])  # main takes transactions again: what it has not applied, once
+    assert current(main, "a") == {1: "a2", 2: "a3"}
+    ids = main.project.rows(f"select distinct txn_id from {main.transactions} order by txn_id")
+    assert [r["txn_id"] for r in ids] == list(range(1, 6 if point == "reserved" else 5))
+    batches = main.project.rows(f"select batch_id from {main.transactions} where batch_id is not null")
+    assert sorted(r["batch_id"] for r in batches) == ["000001", "000001", "000002", "000003"]
+
+
+def test_a_branch_with_a_branch_of_its_own_is_neither_dropped_nor_published_from_under_it(folder: Path) -> None:
+    main = main_with_two_tables(folder, "parent")
+    create(main, "p")
+    parent = on_branch(main, "p")
+    land(main, "a", 2, {1: "a2"})
+    parent.apply("a", COLUMNS, ["id"])
+    create(parent, "kid")
+    kid = f"{parent.project.schema}__kid"
+    with pytest.raises(HistoryError, match=f"{kid} were made from it"):
+        drop(main, "p")
+    with pytest.raises(HistoryError, match=f"{kid} were made from it"):
+        publish(main, "p")
+    assert drop(parent, "kid")
+    assert publish(main, "p")["transaction"] == 3
+    assert current(main, "a") == {1: "a2"}
+
+
+def test_a_commit_one_lakehouse_left_unrecorded_is_recorded_into_its_own_transactions_only(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process writes main and a branch (a publish, a run on each): what a stopped apply of
+    one left unrecorded is the next writer of that lakehouse's to record, never another's."""
+    main = main_with_two_tables(folder, "left_main")
+    create(main, "side")
+    side = on_branch(main, "side")
+    land(main, "a", 2, {1: "a2"})
+
+    def stop(reached: str) -> None:
+        if reached == "committed":
+            raise RuntimeError("stopped after the commit")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(apply, "_reached", stop)
+        with pytest.raises(RuntimeError):
+            side.apply("a", COLUMNS, ["id"])
+    land(main, "b", 2, {1: "b2"})
+    main.apply("b", COLUMNS, ["id"])  # the same process, main's writer
+    tables = main.project.rows(f"select distinct history_table from {main.transactions}")
+    assert sorted(r["history_table"] for r in tables) == [main.target("a"), main.target("b")]
+    side.apply("b", COLUMNS, ["id"])  # the branch's writer records its own commit first
+    recorded = side.project.rows(f"select txn_id, history_table, batch_id from {side.transactions} where txn_id > 2")
+    assert sorted((r["txn_id"], r["batch_id"]) for r in recorded) == [(3, "000002"), (4, "000002")]
