@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 from lakehistory import derived, main_table
 from lakehistory import invocation as invocations
 from lakehistory.command import commands
-from lakehistory.history import apply
+from lakehistory.history import apply, syncs
 from lakehistory.history import statements as writer_statements
 from lakehistory.history import transactions as transactions_table
 from lakehistory.history.table import Versioning
@@ -203,11 +203,16 @@ def stage_extract(
     columns: Sequence[Sequence[str]],
     snapshot: str,
 ) -> str | None:
-    """The next extract a snapshot captures, typed and validated, in the Delta table `staged`."""
+    """The next extract a snapshot captures, typed and validated, in the Delta table `staged`;
+    refused, before the snapshot merges anything, when it belongs to a sync given up."""
     ctx = Context.of(context)
-    return extracts.stage_next_extract(
+    day = extracts.stage_next_extract(
         spark, staged, landing_root, table, key, columns, snapshot, ctx.transactions, ctx.invocation
     )
+    sync = extracts.staged_sync(ctx.invocation, snapshot)
+    if sync is not None and (abandoned := syncs.given_up(spark, ctx.transactions, sync.id)) is not None:
+        raise extracts.ExtractError(abandoned.abandoned_message(f"The extract {table}/{day}"))
+    return day
 
 
 # -- history ---------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 
 from lakehistory.history.ledger import USER_METADATA
 from lakehistory.history.session import own_session, session_conf
+from lakehistory.history.transactions import create_if_missing
 from lakehistory.invocation import say
 from lakehistory.landing.edits import own_commit_metadata
 from lakehistory.landing.spec import first_line
@@ -64,9 +65,14 @@ def refresh(
         required = {*keys, *not_null, *_not_null_of(own, history, columns)}
         if not own.catalog.tableExists(target.replace("`", "")):
             body = ", ".join(f"{q(c)} {t}{' not null' if c in required else ''}" for c, t in columns.items())
-            own.sql(f"create table {target} ({body}) using delta tblproperties ('{CHANGE_DATA_FEED}' = 'true')")
-        else:
-            _bring_up_to_date(own, target, columns)
+            # a creation cut short (Delta's first commit, no metastore entry) is completed
+            create_if_missing(
+                own,
+                target,
+                f"create table if not exists {target} ({body}) using delta"
+                f" tblproperties ('{CHANGE_DATA_FEED}' = 'true')",
+            )
+        _bring_up_to_date(own, target, columns)
         _add_checks(own, target, checks)
         return {"rows_changed": _merge(own, target, staged, list(columns))}
 

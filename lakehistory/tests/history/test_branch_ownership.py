@@ -245,3 +245,22 @@ def test_a_commit_one_lakehouse_left_unrecorded_is_recorded_into_its_own_transac
     side.apply("b", COLUMNS, ["id"])  # the branch's writer records its own commit first
     recorded = side.project.rows(f"select txn_id, history_table, batch_id from {side.transactions} where txn_id > 2")
     assert sorted((r["txn_id"], r["batch_id"]) for r in recorded) == [(3, "000002"), (4, "000002")]
+
+
+def test_a_branch_of_tables_main_optimized_and_vacuumed_since_their_last_transaction_reads_them(
+    folder: Path,
+) -> None:
+    """The docs recommend OPTIMIZE and VACUUM; a branch made after them clones each table that no
+    transaction changed since the fork at its latest version, whose files are all there."""
+    main = main_with_two_tables(folder, "vacuumed")
+    land(main, "b", 2, {2: "b2"})
+    main.apply("b", COLUMNS, ["id"])
+    spark = main.project.spark
+    spark.sql(f"optimize {main.target('b')}")
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql(f"vacuum {main.target('b')} retain 0 hours")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    create(main, "after")
+    assert current(on_branch(main, "after"), "b") == {1: "b1", 2: "b2"}

@@ -20,15 +20,18 @@ from sync_case import run as run_syncs
 from test_as_a_package import DBT_PROJECT, MODEL
 
 from harness import REPO_ROOT, DbtProject, unique_schema
+from lakehistory import door, main_table
 from lakehistory import invocation as invocations
 from lakehistory.history import apply, ledger, lock, statements
 from lakehistory.history.apply import HistoryError, apply_pending
 from lakehistory.history.transactions import LAYOUT, create_sql, ensure_transactions_table
 from lakehistory.landing import run_reads
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync
+from lakehistory.landing.extracts import ExtractError
 from lakehistory.landing.spec import BatchError
 from lakehistory.landing.write import write_batch
 from lakehistory.names import END, START
+from lakehistory.operations.abandon import abandon_sync
 from lakehistory.sql import lit
 
 SOURCES = """\
@@ -304,6 +307,14 @@ def test_tables_whose_creation_was_cut_short_are_completed_by_the_next_run(
     expected = [(table, "000001") for table in ("whole", "cut", "cut_too")]
     assert [(r["source_table"], r["batch_id"]) for r in recorded] == expected
 
+    # a main table's first commit, with no metastore entry: the next build completes it
+    spark.sql(f"create table delta.`{location}/whole_main` (id bigint, name string) using delta")
+    spark.sql(f"create or replace temporary view whole_rows as select id, name from {engine.target('whole')}")
+    target = engine.target("whole_main")
+    refreshed = main_table.refresh(spark, "cut-main", target, "whole_rows", ["id"], engine.target("whole"), [], [])
+    assert refreshed == {"rows_changed": 1}
+    assert [(r["id"], r["name"]) for r in engine.project.rows(f"select * from {target}")] == [(1, "n1")]
+
 
 BAD_SYNCS = {
     "no_sequence": {"id": "s1", "tables": ["no_sequence"]},
@@ -393,6 +404,47 @@ def test_an_operation_on_a_table_that_owes_a_reserved_sync_is_refused_and_an_und
     run_syncs(engine, ["owe_b"], "owe-2", project=["owe_a", "owe_b"])
     assert sorted(engine.ids_of("owe_b")) == [first_b, synced]
     assert engine.revert(["owe_a", "owe_b"], ["id"], undo_txn=synced, named=False)["transaction"] == synced + 1
+
+
+def test_an_extract_of_a_sync_given_up_is_refused_before_its_snapshot_merges_it(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sync gx-s1 holds table gx_a's batch and gx_gauge's extract; gx_a applies it, the extract
+    is late, the sync is given up, then the extract lands. Its snapshot's staging refuses it
+    (before: the snapshot merged it, then its record was refused, and the snapshot held rows no
+    transaction records)."""
+    new_process(monkeypatch)
+    sync = Sync("gx-s1", 1, ("gx_a", "gx_gauge"))
+    engine.land("gx_a", [sync_batch("gx_a", 1, sync, {1: "one"})])
+    run_syncs(engine, ["gx_a"], "gx-1", project=["gx_a", "gx_gauge"])
+    abandon_sync(engine.project.spark, engine.writer(history_tables=["gx_a"]), "gx-s1", reason="extract lost")
+
+    folder = engine.project.landing / "extracts" / "gx_gauge"
+    folder.mkdir(parents=True)
+    sidecar = {"id": "gx-s1", "sequence": 1, "tables": ["gx_a", "gx_gauge"], "author": "dump", "app_id": "x"}
+    (folder / "2024-03-02.sync.json").write_text(json.dumps(sidecar))
+    (folder / "2024-03-02.csv").write_text("id,name,extracted_at,extracted_by\n1,one,2024-03-02T03:00:00Z,dump\n")
+    context = {
+        "transactions": engine.transactions,
+        "writer_lock": engine.writer_lock,
+        "history_tables": [engine.target("gx_a")],
+        "invocation_id": "gx-extract",
+        "writer_wait_seconds": 600,
+        "versioning": {"version_type": "integer", "open_end": "max", "append_only": False},
+        "database_id": 0,
+    }
+    late = r"extract gx_gauge/2024-03-02 belongs to sync gx-s1 .*given up by .*abandon_sync"
+    with pytest.raises(ExtractError, match=late):
+        door.stage_extract(
+            engine.project.spark,
+            context,
+            engine.target("gx_staged"),
+            str(engine.project.landing),
+            "gx_gauge",
+            ["id"],
+            [["id", "bigint"], ["name", "string"]],
+            engine.target("gx_gauge_snapshot"),
+        )
 
 
 def test_a_sync_given_up_lets_the_cut_move_past_it_and_a_batch_of_it_landing_later_is_refused(

@@ -136,6 +136,14 @@ def _read(spark: SparkSession, transactions: str, sync_ids: list[str]) -> dict[s
     }
 
 
+def given_up(spark: SparkSession, transactions: str | None, sync_id: str) -> Reserved | None:
+    """The sync's reservation when it was given up (lakehistory.abandon_sync), else None."""
+    if transactions is None or not spark.catalog.tableExists(syncs_relation(transactions).replace("`", "")):
+        return None
+    found = _read(spark, transactions, [sync_id]).get(sync_id)
+    return found if found is not None and found.abandoned else None
+
+
 def _insert(spark: SparkSession, table: str, reserved: list[Reserved], request: str | None = None) -> None:
     """Record the reservations in one commit, only if neither their ids nor their syncs are there:
     the fence behind the writer lock, as for the transactions table (ledger.insert_transactions).

@@ -12,7 +12,7 @@ strategy or from a dbt snapshot of daily extracts:
                         parents={"meta_network_hx": dbt.ref("meta_network_hx")})
 
 `dbt.source("lakehistory", "lakehistory_transactions")` is the project's transactions table (declare
-that source with the var `lakehistory_transactions` as its identifier: README "Install"), and the
+that source with the var `lakehistory_transactions` as its identifier: README "Use it in your own dbt project"), and the
 model's YAML says what the table is (`meta.lakehistory.hx`): the main table's name, its key,
 the source model and its foreign keys (`columns`, `parent` hx model, `parent_columns`).
 

@@ -6,7 +6,10 @@ becomes one batch of the history table it is built from: a transaction of its ow
 `edit`), with the commit's author, application and time, applied by the same rules as a landed
 batch. Per key of the commit:
 
-- a row it inserted or updated: a version with those values that starts at the commit's time;
+- a row it inserted: a version with those values that starts at the commit's time;
+- a row it updated: a version that starts at the commit's time with the cells the commit changed,
+  over the key's version at that time (an update row, rule 10: a landed version the main table
+  did not show yet keeps the cells the person did not touch);
 - a row it deleted (and did not insert again): a deletion at the commit's time (the version
   before it ends 1 ms before, as for a landed delete, so that `mod_time` is the commit's time);
 - a row it rewrote with the same values: nothing.
@@ -196,6 +199,7 @@ def staged_edits(
     ordinals: Mapping[int, int],
     history: str,
     current: str,
+    landed: DataFrame | None = None,
 ) -> DataFrame:
     """The edits of `commits` as staged rows (the schema of spec.staged_schema), each commit a
     batch at its ordinal of `ordinals` (version -> ordinal): a marker row, and per key it changed an
@@ -203,7 +207,9 @@ def staged_edits(
     take out those after it) and its new version, or, for a key it deleted that has no later
     version, a delete row; the versions of the key in the history table `history` (`current`: SQL
     true of its rows still current, alias `h`) that start later are sent again as they are, and
-    the new version ends where the next starts."""
+    the new version ends where the next starts. `landed`: the run's landed batches' staged rows,
+    in their new order (`renumbered`): the versions a batch the edit must follow (a sync's, whose id
+    is reserved) brings after the edit's time are sent again too, so they stay after it."""
     changes = None
     for lo, hi in _segments([c.version for c in commits]):
         part = spark.sql(f"select * from table_changes({lit(main)}, {lo}, {hi})")
@@ -236,18 +242,31 @@ def staged_edits(
         meta, "version"
     )
     later = _later_versions(spark, changed, spec, history, current)
+    if landed is not None:
+        later = later.unionByName(_later_landed(landed, changed, spec))
     next_start = later.groupBy("ordinal", *key).agg(F.min(START).alias("next_start"))
     changed = changed.join(next_start, ["ordinal", *spec.key], "left")
     millisecond = F.expr("interval 1 millisecond")
     data = [c.name for c in spec.columns]
 
+    # An edit of a row the key had changes the cells the commit changed, over the key's version at
+    # the edit's time (rule 10's unmodified cells): a landed version the main table did not show
+    # yet keeps what the person did not touch. A row the commit inserted is whole.
+    kept = [c.name for c in spec.data_columns]
+    unchanged = F.filter(
+        F.array(*[F.when(F.col("post")[n].eqNullSafe(F.col("pre")[n]), F.lit(n)) for n in kept]),
+        lambda name: name.isNotNull(),
+    )
+    edited = F.col("pre").isNotNull()
+    no_columns = F.array().cast(STAGING_TYPES["_lh_unmodified"])
     versions = changed.where("posts > 0").select(
         *[F.col("post")[n].alias(n) for n in data],
         F.col("at").alias(START),
         F.coalesce(F.col("next_start") - millisecond, F.lit(OPEN_END_TEXT).cast("timestamp")).alias(END),
         F.col("next_start").isNull().alias(ACTIVE),
         F.col("at").alias(SYNCED),
-        F.lit("replace").alias("_lh_kind"),
+        F.when(edited, F.lit("update")).otherwise(F.lit("replace")).alias("_lh_kind"),
+        F.when(edited, unchanged).otherwise(no_columns).alias("_lh_unmodified"),
         "ordinal",
     )
     # A key the commit deleted is in no earliest set (rule 6) unless it has versions to send
@@ -260,6 +279,7 @@ def staged_edits(
         F.lit(None).cast("boolean").alias(ACTIVE),
         F.lit(None).cast("timestamp").alias(SYNCED),
         F.when(only_deleted, F.lit("delete")).otherwise(F.lit("earliest")).alias("_lh_kind"),
+        no_columns.alias("_lh_unmodified"),
         "ordinal",
     )
     rows = reduce(
@@ -275,12 +295,13 @@ def staged_edits(
         F.lit(None).cast("boolean").alias(ACTIVE),
         F.lit(None).cast("timestamp").alias(SYNCED),
         F.lit("batch").alias("_lh_kind"),
+        no_columns.alias("_lh_unmodified"),
         "ordinal",
         F.lit(0).cast("bigint").alias("_lh_row"),
     )
     both = rows.unionByName(markers).join(meta, "ordinal")
     staging = {
-        "_lh_unmodified": F.array().cast(STAGING_TYPES["_lh_unmodified"]),
+        "_lh_unmodified": F.col("_lh_unmodified"),
         "_lh_source_table": F.lit(spec.table),
         "_lh_kind": F.col("_lh_kind"),
         "_lh_batch_id": F.col("batch_id"),
@@ -323,7 +344,28 @@ def _later_versions(spark: SparkSession, changed: DataFrame, spec: TableSpec, hi
         ],
         *[F.col(f"h.{q(c)}").alias(c) for c in (START, END, ACTIVE, SYNCED)],
         F.lit("replace").alias("_lh_kind"),
+        F.array().cast(STAGING_TYPES["_lh_unmodified"]).alias("_lh_unmodified"),
         F.col("e.ordinal").alias("ordinal"),
+    )
+
+
+def _later_landed(landed: DataFrame, changed: DataFrame, spec: TableSpec) -> DataFrame:
+    """The versions of the changed keys that a landed batch of the run applied before the edit
+    (a lower ordinal) brings and that start after the edit's time (`_later_versions`' rows from
+    the run's own batches)."""
+    key = [q(k) for k in spec.key]
+    edits = changed.select(F.col("ordinal").alias("_lh_edit"), F.col("at").alias("_lh_at"), *key)
+    kept = landed.where(F.col("_lh_kind") == "replace").join(edits, list(spec.key))
+    kept = kept.where((F.col("_lh_ordinal") < F.col("_lh_edit")) & (F.col(START) > F.col("_lh_at")))
+    return kept.select(
+        *[F.col(q(c.name)).alias(c.name) for c in spec.columns],
+        START,
+        END,
+        ACTIVE,
+        SYNCED,
+        F.lit("replace").alias("_lh_kind"),
+        F.array().cast(STAGING_TYPES["_lh_unmodified"]).alias("_lh_unmodified"),
+        F.col("_lh_edit").alias("ordinal"),
     )
 
 

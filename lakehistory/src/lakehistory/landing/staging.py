@@ -95,8 +95,9 @@ def stage_pending_batches(
     staged = _staged_landed(spark, spec, pending) if pending else None
     if commits and history and edits_from:
         batches, placed = edits.placed(staged, commits)
-        edited = edits.staged_edits(spark, edits_from, spec, commits, placed, history, current)
-        staged = edited if staged is None else edits.renumbered(staged, batches).unionByName(edited)
+        renumbered = None if staged is None else edits.renumbered(staged, batches)
+        edited = edits.staged_edits(spark, edits_from, spec, commits, placed, history, current, renumbered)
+        staged = edited if renumbered is None else renumbered.unionByName(edited)
         staged = staged.localCheckpoint()
     if staged is None:
         staged = spark.createDataFrame([], spec.staged_schema())

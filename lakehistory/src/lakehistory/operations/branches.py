@@ -4,11 +4,13 @@ write-audit-publish).
 
     lakehistory.door.create_branch, publish_branch, drop_branch   # from the macros of the same names
 
-A branch is a schema, `<schema>__<name>`, that a dbt target points at. Creating it shallow-clones
-(Delta: the new table's log names the files of the old one, nothing is copied) every history
-table and every snapshot of extracts at its Delta version as of the fork, a transaction visible
-then, and the transactions, syncs and tags tables cut to the fork. Runs on the branch apply what
-main had not applied at the fork, under ids after it; the tables derived from the history (`_hx`,
+A branch is a schema, `<schema>__<name>`, that a dbt target points at; the schema's comment says
+whose branch it is (`owner`), written first, so that nothing here touches a schema it did not
+create. Creating it shallow-clones (Delta: the new table's log names the files of the old one,
+nothing is copied) every history table and every snapshot of extracts at its Delta version as of
+the fork, a transaction visible then (its latest version when no transaction after the fork
+changed it), and the transactions, syncs and tags tables cut to the fork. Runs on the branch apply
+what main had not applied at the fork, under ids after it; the tables derived from the history (`_hx`,
 events, states, main tables) are built there from the branch's history. Main's readers never see
 the branch: it is another schema.
 
@@ -185,11 +187,16 @@ def create(
                 f"branch {branch.name}: transaction {fork} is not visible yet (the last visible one is"
                 f" {visible_txn_id}): a branch from it would hold part of a sync"
             )
+        # Per table, its Delta version as of the fork, None when no transaction after the fork
+        # changed it: its latest version, which an OPTIMIZE or a VACUUM since leaves readable.
         versions = {
-            r.history_table: int(r.version)
-            for r in log.where(F.col("txn_id") <= F.lit(fork))
-            .groupBy("history_table")
-            .agg(F.max("delta_version").alias("version"))
+            r.history_table: None if r.changed_after is None else int(r.version)
+            for r in log.groupBy("history_table")
+            .agg(
+                F.max(F.when(F.col("txn_id") <= F.lit(fork), F.col("delta_version"))).alias("version"),
+                F.min(F.when(F.col("txn_id") > F.lit(fork), F.col("txn_id"))).alias("changed_after"),
+            )
+            .where(F.col("version").isNotNull())
             .collect()  # a row per table
         }
         started = log.where(F.col("txn_id") == F.lit(fork)).select(F.date_format("started_at", _TEXT)).limit(1)
@@ -202,9 +209,9 @@ def create(
         cloned = []
         for table in chosen:
             if table.target in versions:
-                spark.sql(
-                    f"create table {table.branch} shallow clone {table.target} version as of {versions[table.target]}"
-                )
+                version = versions[table.target]
+                at = "" if version is None else f" version as of {version}"
+                spark.sql(f"create table {table.branch} shallow clone {table.target}{at}")
                 cloned.append(table.model)
         _clone_cut(spark, transactions, branch.transactions, fork)
         # On the branch, every transaction up to the fork names the branch's table, and is in the
