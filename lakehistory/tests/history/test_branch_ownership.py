@@ -10,89 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from engine_case import VERSIONING, Engine
-from sync_case import COLUMNS, batch, new_process
+from branch_case import TABLES, create, current, drop, land, main_with_two_tables, on_branch, publish
+from engine_case import Engine
+from sync_case import COLUMNS, new_process
 
-from harness import DbtProject, unique_schema
 from lakehistory.history import apply
 from lakehistory.history.table import HistoryError
-from lakehistory.history.transactions import ensure_transactions_table
-from lakehistory.history.uuids import transaction_uuid_sql
 from lakehistory.operations import abandon, branches
-
-TABLES = ("a", "b")
 
 
 @pytest.fixture(scope="module")
 def folder(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One copy of the project (one `dbt deps`) for every lakehouse of the module."""
     return Engine.start(tmp_path_factory.mktemp("branch_ownership"), "branch_ownership").project.project_dir
-
-
-def main_with_two_tables(folder: Path, label: str) -> Engine:
-    """A lakehouse of its own (a schema and a landing) whose tables a and b each applied batch 1
-    (transactions 1 and 2)."""
-    project = DbtProject(folder, unique_schema(label))
-    project.landing = folder / "landing" / label
-    project.landing_root = str(project.landing)
-    project.spark.sql(f"create schema `{project.schema}`")
-    engine = Engine(project, transaction_uuid_sql(database_id=0))
-    ensure_transactions_table(project.spark, engine.transactions)
-    for table in TABLES:
-        land(engine, table, 1, {1: f"{table}1"})
-        engine.apply(table, COLUMNS, ["id"])
-    return engine
-
-
-def land(engine: Engine, table: str, sequence: int, names: dict[int, str]) -> None:
-    engine.land(table, [batch(table, sequence, None, names)])
-
-
-def on_branch(main: Engine, name: str) -> Engine:
-    """The engine on the branch's schema, over main's landing, as a target of that schema runs."""
-    project = DbtProject(main.project.project_dir, f"{main.project.schema}__{name}")
-    project.landing, project.landing_root = main.project.landing, main.project.landing_root
-    return Engine(project, main.uuid_sql)
-
-
-def tables_of(main: Engine, name: str) -> list[dict]:
-    branch = on_branch(main, name)
-    return [
-        {"model": t, "target": main.target(t), "branch": branch.target(t), "keys": ["id"], "kind": "history"}
-        for t in TABLES
-    ]
-
-
-def branch_of(main: Engine, name: str) -> branches.Branch:
-    return branches.Branch(name, on_branch(main, name).transactions)
-
-
-def last_id(engine: Engine) -> int:
-    return int(engine.project.rows(f"select max(txn_id) as n from {engine.transactions}")[0]["n"] or 0)
-
-
-def create(main: Engine, name: str, fork: int | None = None) -> dict:
-    at = last_id(main) if fork is None else fork
-    schema = f"{main.project.schema}__{name}"
-    writer = main.writer(history_tables=TABLES)
-    return branches.create(main.project.spark, writer, branch_of(main, name), schema, tables_of(main, name), at, at)
-
-
-def publish(main: Engine, name: str) -> dict:
-    schema = f"{main.project.schema}__{name}"
-    writer = main.writer(history_tables=TABLES)
-    tables = tables_of(main, name)
-    return branches.publish(main.project.spark, writer, branch_of(main, name), schema, tables, VERSIONING, "ana")
-
-
-def drop(main: Engine, name: str) -> bool:
-    schema = f"{main.project.schema}__{name}"
-    return branches.drop(main.project.spark, main.writer(history_tables=TABLES), branch_of(main, name), schema)
-
-
-def current(engine: Engine, table: str) -> dict[int, str]:
-    rows = engine.project.rows(f"select id, name from {engine.target(table)} where _fivetran_active")
-    return {r["id"]: r["name"] for r in rows}
 
 
 def test_branch_commands_never_touch_a_schema_they_did_not_create(folder: Path) -> None:

@@ -406,47 +406,6 @@ def test_an_operation_on_a_table_that_owes_a_reserved_sync_is_refused_and_an_und
     assert engine.revert(["owe_a", "owe_b"], ["id"], undo_txn=synced, named=False)["transaction"] == synced + 1
 
 
-def test_an_extract_of_a_sync_given_up_is_refused_before_its_snapshot_merges_it(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Sync gx-s1 holds table gx_a's batch and gx_gauge's extract; gx_a applies it, the extract
-    is late, the sync is given up, then the extract lands. Its snapshot's staging refuses it
-    (before: the snapshot merged it, then its record was refused, and the snapshot held rows no
-    transaction records)."""
-    new_process(monkeypatch)
-    sync = Sync("gx-s1", 1, ("gx_a", "gx_gauge"))
-    engine.land("gx_a", [sync_batch("gx_a", 1, sync, {1: "one"})])
-    run_syncs(engine, ["gx_a"], "gx-1", project=["gx_a", "gx_gauge"])
-    abandon_sync(engine.project.spark, engine.writer(history_tables=["gx_a"]), "gx-s1", reason="extract lost")
-
-    folder = engine.project.landing / "extracts" / "gx_gauge"
-    folder.mkdir(parents=True)
-    sidecar = {"id": "gx-s1", "sequence": 1, "tables": ["gx_a", "gx_gauge"], "author": "dump", "app_id": "x"}
-    (folder / "2024-03-02.sync.json").write_text(json.dumps(sidecar))
-    (folder / "2024-03-02.csv").write_text("id,name,extracted_at,extracted_by\n1,one,2024-03-02T03:00:00Z,dump\n")
-    context = {
-        "transactions": engine.transactions,
-        "writer_lock": engine.writer_lock,
-        "history_tables": [engine.target("gx_a")],
-        "invocation_id": "gx-extract",
-        "writer_wait_seconds": 600,
-        "versioning": {"version_type": "integer", "open_end": "max", "append_only": False},
-        "database_id": 0,
-    }
-    late = r"extract gx_gauge/2024-03-02 belongs to sync gx-s1 .*given up by .*abandon_sync"
-    with pytest.raises(ExtractError, match=late):
-        door.stage_extract(
-            engine.project.spark,
-            context,
-            engine.target("gx_staged"),
-            str(engine.project.landing),
-            "gx_gauge",
-            ["id"],
-            [["id", "bigint"], ["name", "string"]],
-            engine.target("gx_gauge_snapshot"),
-        )
-
-
 def test_a_sync_given_up_lets_the_cut_move_past_it_and_a_batch_of_it_landing_later_is_refused(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -496,6 +455,47 @@ def test_a_sync_given_up_lets_the_cut_move_past_it_and_a_batch_of_it_landing_lat
     assert list(undone["tables"]) == ["gone_a"] and undone["left_as_they_are"] == []
     ids = [r["txn_id"] for r in engine.project.rows(f"select distinct txn_id from {engine.transactions}")]
     assert sorted(ids) == list(range(1, max(ids) + 1)), "gap-free"
+
+
+def test_an_extract_of_a_sync_given_up_is_refused_before_its_snapshot_merges_it(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sync gx-s1 holds table gx_a's batch and gx_gauge's extract; gx_a applies it, the extract
+    is late, the sync is given up, then the extract lands. Its snapshot's staging refuses it
+    (before: the snapshot merged it, then its record was refused, and the snapshot held rows no
+    transaction records)."""
+    new_process(monkeypatch)
+    sync = Sync("gx-s1", 1, ("gx_a", "gx_gauge"))
+    engine.land("gx_a", [sync_batch("gx_a", 1, sync, {1: "one"})])
+    run_syncs(engine, ["gx_a"], "gx-1", project=["gx_a", "gx_gauge"])
+    abandon_sync(engine.project.spark, engine.writer(history_tables=["gx_a"]), "gx-s1", reason="extract lost")
+
+    folder = engine.project.landing / "extracts" / "gx_gauge"
+    folder.mkdir(parents=True)
+    sidecar = {"id": "gx-s1", "sequence": 1, "tables": ["gx_a", "gx_gauge"], "author": "dump", "app_id": "x"}
+    (folder / "2024-03-02.sync.json").write_text(json.dumps(sidecar))
+    (folder / "2024-03-02.csv").write_text("id,name,extracted_at,extracted_by\n1,one,2024-03-02T03:00:00Z,dump\n")
+    context = {
+        "transactions": engine.transactions,
+        "writer_lock": engine.writer_lock,
+        "history_tables": [engine.target("gx_a")],
+        "invocation_id": "gx-extract",
+        "writer_wait_seconds": 600,
+        "versioning": {"version_type": "integer", "open_end": "max", "append_only": False},
+        "database_id": 0,
+    }
+    late = r"extract gx_gauge/2024-03-02 belongs to sync gx-s1 .*given up by .*abandon_sync"
+    with pytest.raises(ExtractError, match=late):
+        door.stage_extract(
+            engine.project.spark,
+            context,
+            engine.target("gx_staged"),
+            str(engine.project.landing),
+            "gx_gauge",
+            ["id"],
+            [["id", "bigint"], ["name", "string"]],
+            engine.target("gx_gauge_snapshot"),
+        )
 
 
 def test_a_cleanup_stopped_between_its_commit_and_its_record_is_recorded_by_the_next_writer(

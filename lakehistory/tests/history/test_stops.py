@@ -116,7 +116,7 @@ def test_a_run_stopped_anywhere_and_run_again_converges(
             monkeypatch.setattr(apply, "_reached", lambda name: None)
             # A new process: no memory of the stopped run.
             engine.new_process()
-            monkeypatch.setattr(lock, "unrecorded", set())
+            monkeypatch.setattr(lock, "unrecorded", {})
             engine.apply(table, columns, ["id"])
             got = (engine.physical(table), engine.transactions_of(table))
             assert got == want, f"stopped at {point} #{occurrence} (stopped: {stopped})"

@@ -241,23 +241,31 @@ def staged_edits(
     changed = per_key.where("not (posts = 1 and pre is not null and to_json(post) <=> to_json(pre))").join(
         meta, "version"
     )
-    later = _later_versions(spark, changed, spec, history, current)
+    # The edited keys' versions the edit meets: the history table's, and those a landed batch the
+    # edit must follow brings; a few rows per key, read once for the three uses below.
+    reached = _stored_versions(spark, changed, spec, history, current)
     if landed is not None:
-        later = later.unionByName(_later_landed(landed, changed, spec))
+        reached = reached.unionByName(_landed_versions(landed, changed, spec))
+    reached = reached.localCheckpoint()
+    later = reached.where(F.col(START) > F.col("_lh_at")).drop("_lh_at")
     next_start = later.groupBy("ordinal", *key).agg(F.min(START).alias("next_start"))
-    changed = changed.join(next_start, ["ordinal", *spec.key], "left")
+    based = reached.where(F.col(START) < F.col("_lh_at")).select("ordinal", *key, F.lit(True).alias("based"))
+    changed = changed.join(next_start, ["ordinal", *spec.key], "left").join(
+        based.distinct(), ["ordinal", *spec.key], "left"
+    )
     millisecond = F.expr("interval 1 millisecond")
     data = [c.name for c in spec.columns]
 
     # An edit of a row the key had changes the cells the commit changed, over the key's version at
     # the edit's time (rule 10's unmodified cells): a landed version the main table did not show
-    # yet keeps what the person did not touch. A row the commit inserted is whole.
+    # yet keeps what the person did not touch. A row the commit inserted, or one of a key with no
+    # version before the edit's time (the source dates its first version ahead), is whole.
     kept = [c.name for c in spec.data_columns]
     unchanged = F.filter(
         F.array(*[F.when(F.col("post")[n].eqNullSafe(F.col("pre")[n]), F.lit(n)) for n in kept]),
         lambda name: name.isNotNull(),
     )
-    edited = F.col("pre").isNotNull()
+    edited = F.col("pre").isNotNull() & F.coalesce(F.col("based"), F.lit(False))
     no_columns = F.array().cast(STAGING_TYPES["_lh_unmodified"])
     versions = changed.where("posts > 0").select(
         *[F.col("post")[n].alias(n) for n in data],
@@ -326,17 +334,18 @@ def staged_edits(
     )
 
 
-def _later_versions(spark: SparkSession, changed: DataFrame, spec: TableSpec, history: str, current: str) -> DataFrame:
+def _stored_versions(spark: SparkSession, changed: DataFrame, spec: TableSpec, history: str, current: str) -> DataFrame:
     """The versions of the changed keys that the history table holds (still current: its
-    Fivetran table) and that start after the edit's time, as the edit's batch sends them again.
-    (The table exists: its main table, whose commits these are, is built from it.)"""
+    Fivetran table), each with the edit's ordinal and time (`_lh_at`): those that start after
+    it the edit's batch sends again. (The table exists: its main table, whose commits these are,
+    is built from it.)"""
     first = spec.key[0]
     lo, hi = changed.agg(F.min(q(first)), F.max(q(first))).collect()[0]
     # the edited keys' range lets Delta skip the history table's files outside it
     stored = spark.table(history).alias("h").where(F.expr(current) & F.col(f"h.{q(first)}").between(lo, hi))
     present = set(stored.columns)
     edits = changed.select("ordinal", "at", *[q(k) for k in spec.key]).alias("e")
-    on = [F.col(f"h.{q(k)}") == F.col(f"e.{q(k)}") for k in spec.key] + [F.col(f"h.{q(START)}") > F.col("e.at")]
+    on = [F.col(f"h.{q(k)}") == F.col(f"e.{q(k)}") for k in spec.key]
     return stored.join(edits, on).select(
         *[
             (F.col(f"h.{q(c.name)}") if c.name in present else F.lit(None)).cast(c.type).alias(c.name)
@@ -346,18 +355,17 @@ def _later_versions(spark: SparkSession, changed: DataFrame, spec: TableSpec, hi
         F.lit("replace").alias("_lh_kind"),
         F.array().cast(STAGING_TYPES["_lh_unmodified"]).alias("_lh_unmodified"),
         F.col("e.ordinal").alias("ordinal"),
+        F.col("e.at").alias("_lh_at"),
     )
 
 
-def _later_landed(landed: DataFrame, changed: DataFrame, spec: TableSpec) -> DataFrame:
+def _landed_versions(landed: DataFrame, changed: DataFrame, spec: TableSpec) -> DataFrame:
     """The versions of the changed keys that a landed batch of the run applied before the edit
-    (a lower ordinal) brings and that start after the edit's time (`_later_versions`' rows from
-    the run's own batches)."""
+    (a lower ordinal) brings (`_stored_versions`' rows from the run's own batches)."""
     key = [q(k) for k in spec.key]
     edits = changed.select(F.col("ordinal").alias("_lh_edit"), F.col("at").alias("_lh_at"), *key)
     kept = landed.where(F.col("_lh_kind") == "replace").join(edits, list(spec.key))
-    kept = kept.where((F.col("_lh_ordinal") < F.col("_lh_edit")) & (F.col(START) > F.col("_lh_at")))
-    return kept.select(
+    return kept.where(F.col("_lh_ordinal") < F.col("_lh_edit")).select(
         *[F.col(q(c.name)).alias(c.name) for c in spec.columns],
         START,
         END,
@@ -366,6 +374,7 @@ def _later_landed(landed: DataFrame, changed: DataFrame, spec: TableSpec) -> Dat
         F.lit("replace").alias("_lh_kind"),
         F.array().cast(STAGING_TYPES["_lh_unmodified"]).alias("_lh_unmodified"),
         F.col("_lh_edit").alias("ordinal"),
+        "_lh_at",
     )
 
 

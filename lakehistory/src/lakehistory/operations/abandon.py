@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.history import ledger, lock
@@ -47,7 +47,7 @@ def abandon_sync(
 ) -> dict[str, Any]:
     """Give up the reserved sync `sync_id`. Returns its transaction, the landed tables that had
     applied it and those that had not, and whether it was given up already."""
-    transactions, uuid_sql = writer.transactions, writer.uuid_sql
+    transactions = writer.transactions
     table = syncs_relation(transactions)
     with writer.holding(spark), own_session(spark) as spark:
         writer.recover_every(spark, table)
@@ -79,31 +79,9 @@ def abandon_sync(
             f" ({reason})" if reason else ""
         )
         version = int(spark.sql(f"describe history {table} limit 1").collect()[0].version)
-        row = (
-            spark.table(table)
-            .where(F.col("sync_id") == F.lit(sync_id))
-            .select(
-                "txn_id",
-                F.expr(uuid_sql).alias("txn_uuid"),
-                F.lit(ABANDON).alias("operation"),
-                F.lit(None).cast("string").alias("source_table"),
-                F.lit(table).alias("history_table"),
-                F.lit(None).cast("string").alias("batch_id"),
-                F.lit(None).cast("bigint").alias("batch_sequence"),
-                F.lit(who).cast("string").alias("author"),
-                F.lit(APP_ID).alias("app_id"),
-                F.lit(message).alias("commit_message"),
-                "started_at",
-                F.current_timestamp().alias("committed_at"),
-                *(F.lit(0).cast("bigint").alias(c) for c in COUNTS),
-                F.lit(version).cast("bigint").alias("delta_version"),
-                "sync_id",
-                F.lit(None).cast("string").alias("commit_json"),
-                F.lit(None).cast("string").alias("schema_changes"),
-            )
-        )
+        row = _abandon_rows(spark, writer, sync_id, {table: version}, who, message)
         lock.check_held()
-        ledger.insert_transactions(spark, transactions, row.select(*COLUMNS), int(found.txn_id))
+        ledger.insert_transactions(spark, transactions, row, int(found.txn_id))
         return outcome
 
 
@@ -130,13 +108,22 @@ def _abandon_operation(
     message = f"gave up {sync_id.removeprefix(OPERATION_SYNC_PREFIX)}: {', '.join(waiting)} never recorded it" + (
         f" ({reason})" if reason else ""
     )
-    versions = {t: _last_version(spark, t) for t in waiting}
-    reserved = spark.table(syncs_relation(transactions)).where(F.col("sync_id") == F.lit(sync_id))
-    rows = (
-        reserved.select("txn_id", "started_at")
-        .crossJoin(
-            spark.createDataFrame([(t, v) for t, v in versions.items()], "history_table string, delta_version bigint")
-        )
+    rows = _abandon_rows(spark, writer, sync_id, {t: _last_version(spark, t) for t in waiting}, who, message)
+    lock.check_held()
+    ledger.insert_transactions(spark, transactions, rows, int(found.txn_id))
+    return outcome
+
+
+def _abandon_rows(
+    spark: SparkSession, writer: Writer, sync_id: str, versions: dict[str, int], who: str, message: str
+) -> DataFrame:
+    """An abandon row under the reservation of `sync_id` for each table of `versions` (its Delta
+    version then), in the transactions table's columns."""
+    reserved = spark.table(syncs_relation(writer.transactions)).where(F.col("sync_id") == F.lit(sync_id))
+    tables = spark.createDataFrame(list(versions.items()), "history_table string, delta_version bigint")
+    return (
+        reserved.select("txn_id", "started_at", "sync_id")
+        .crossJoin(tables)
         .select(
             "txn_id",
             F.expr(writer.uuid_sql).alias("txn_uuid"),
@@ -152,14 +139,12 @@ def _abandon_operation(
             F.current_timestamp().alias("committed_at"),
             *(F.lit(0).cast("bigint").alias(c) for c in COUNTS),
             "delta_version",
-            F.lit(sync_id).alias("sync_id"),
+            "sync_id",
             F.lit(None).cast("string").alias("commit_json"),
             F.lit(None).cast("string").alias("schema_changes"),
         )
+        .select(*COLUMNS)
     )
-    lock.check_held()
-    ledger.insert_transactions(spark, transactions, rows.select(*COLUMNS), int(found.txn_id))
-    return outcome
 
 
 def _last_version(spark: SparkSession, table: str) -> int:
