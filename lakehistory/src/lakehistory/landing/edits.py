@@ -9,7 +9,8 @@ batch. Per key of the commit:
 - a row it inserted: a version with those values that starts at the commit's time;
 - a row it updated: a version that starts at the commit's time with the cells the commit changed,
   over the key's version at that time (an update row, rule 10: a landed version the main table
-  did not show yet keeps the cells the person did not touch);
+  did not show yet keeps the cells the person did not touch), or the whole row when the key has
+  no version before that time;
 - a row it deleted (and did not insert again): a deletion at the commit's time (the version
   before it ends 1 ms before, as for a landed delete, so that `mod_time` is the commit's time);
 - a row it rewrote with the same values: nothing.

@@ -10,9 +10,9 @@ create. Creating it shallow-clones (Delta: the new table's log names the files o
 nothing is copied) every history table and every snapshot of extracts at its Delta version as of
 the fork, a transaction visible then (its latest version when no transaction after the fork
 changed it), and the transactions, syncs and tags tables cut to the fork. Runs on the branch apply
-what main had not applied at the fork, under ids after it; the tables derived from the history (`_hx`,
-events, states, main tables) are built there from the branch's history. Main's readers never see
-the branch: it is another schema.
+what main had not applied at the fork, under ids after it; the tables derived from the history
+(`_hx`, events, states, main tables) are built there from the branch's history. Main's readers
+never see the branch: it is another schema.
 
 Publishing makes the branch's transactions one transaction n of main, under main's writer lock,
 reserved as a revert's is (syncs.reserve_operation), so a stop is completed by asking again:
@@ -178,6 +178,8 @@ def create(
         )
     chosen = [Table.of(dict(t)) for t in tables]
     with writer.holding(spark), own_session(spark) as spark:
+        # a commit a stopped run left unrecorded is on record before the fork's versions are read
+        writer.recover_every(spark, transactions)
         log = spark.table(transactions)
         last = log.agg(F.max("txn_id")).collect()[0][0] or 0
         if fork < 0 or fork > last:
