@@ -37,6 +37,17 @@ def main_with_two_tables(folder: Path, label: str) -> Engine:
     return engine
 
 
+def branch_with_a_change(folder: Path, label: str, name: str) -> tuple[Engine, Engine]:
+    """A lakehouse with two tables (main_with_two_tables), and its branch `name`, on which table
+    a applied batch 2 ({1: "a2"}), main not: (main, branch)."""
+    main = main_with_two_tables(folder, label)
+    create(main, name)
+    branch = on_branch(main, name)
+    land(main, "a", 2, {1: "a2"})
+    branch.apply("a", COLUMNS, ["id"])
+    return main, branch
+
+
 def land(engine: Engine, table: str, sequence: int, names: dict[int, str]) -> None:
     engine.land(table, [batch(table, sequence, None, names)])
 

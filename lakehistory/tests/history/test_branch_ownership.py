@@ -10,7 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from branch_case import TABLES, create, current, drop, land, main_with_two_tables, on_branch, publish
+from branch_case import (
+    TABLES,
+    branch_with_a_change,
+    create,
+    current,
+    drop,
+    land,
+    main_with_two_tables,
+    on_branch,
+    publish,
+)
 from engine_case import Engine
 from sync_case import COLUMNS, new_process
 
@@ -65,11 +75,7 @@ def test_a_creation_cut_short_is_made_anew(folder: Path, monkeypatch: pytest.Mon
 
 
 def test_a_second_branch_of_a_published_branchs_name_is_published_too(folder: Path) -> None:
-    main = main_with_two_tables(folder, "name_again")
-    create(main, "again")
-    first = on_branch(main, "again")
-    land(main, "a", 2, {1: "a2"})
-    first.apply("a", COLUMNS, ["id"])
+    main, _ = branch_with_a_change(folder, "name_again", "again")
     assert publish(main, "again")["tables"] == {"a": {"versions_closed": 1, "versions_opened": 2}}
 
     create(main, "again", fork=2)  # forked before that publish; it changes b only
@@ -89,10 +95,7 @@ def test_a_second_branch_of_a_published_branchs_name_is_published_too(folder: Pa
 def test_a_publish_stopped_whose_branch_is_gone_is_given_up_and_main_moves_on(
     folder: Path, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
-    main = main_with_two_tables(folder, f"gone_{point}")
-    create(main, "late")
-    land(main, "a", 2, {1: "a2"})
-    on_branch(main, "late").apply("a", COLUMNS, ["id"])
+    main, _ = branch_with_a_change(folder, f"gone_{point}", "late")
 
     def stop(reached: str) -> None:
         if reached == point:
@@ -134,11 +137,7 @@ def test_a_publish_stopped_whose_branch_is_gone_is_given_up_and_main_moves_on(
 
 
 def test_a_branch_with_a_branch_of_its_own_is_neither_dropped_nor_published_from_under_it(folder: Path) -> None:
-    main = main_with_two_tables(folder, "parent")
-    create(main, "p")
-    parent = on_branch(main, "p")
-    land(main, "a", 2, {1: "a2"})
-    parent.apply("a", COLUMNS, ["id"])
+    main, parent = branch_with_a_change(folder, "parent", "p")
     create(parent, "kid")
     kid = f"{parent.project.schema}__kid"
     with pytest.raises(HistoryError, match=f"{kid} were made from it"):

@@ -117,8 +117,10 @@ def owner(spark: SparkSession, schema: str) -> dict[str, Any] | None:
 
 def _refuse_foreign(spark: SparkSession, branch: Branch, schema: str, transactions: str, what: str) -> None:
     """A schema of the branch's name that is not a branch of this lakehouse is never touched."""
+    if not spark.catalog.databaseExists(schema):
+        return
     found = owner(spark, schema)
-    if spark.catalog.databaseExists(schema) and (found is None or found[OWNER] != transactions):
+    if found is None or found[OWNER] != transactions:
         whose = "another lakehouse's branch" if found else "not a branch lakehistory created"
         raise HistoryError(
             f"{what} branch {branch.name}: the schema {schema} exists and is {whose}; lakehistory creates and drops"
@@ -170,7 +172,6 @@ def create(
     (no PROPERTY yet) is made anew."""
     check_name(branch.name)
     transactions = writer.transactions
-    _refuse_foreign(spark, branch, schema, transactions, "create")
     if branch.described(spark) is not None:
         raise HistoryError(
             f"branch {branch.name} exists already ({schema}): publish it or drop it first (lakehistory branch drop"
@@ -205,7 +206,7 @@ def create(
         first = started.collect()
         fork_started = first[0][0] if first else None
         identity = {OWNER: transactions, "name": branch.name, "id": uuid.uuid4().hex}
-        _refuse_foreign(spark, branch, schema, transactions, "create")  # made meanwhile
+        _refuse_foreign(spark, branch, schema, transactions, "create")
         spark.sql(f"drop schema if exists {q(schema)} cascade")  # a creation of this lakehouse's, cut short
         spark.sql(f"create schema {q(schema)} comment {lit(json.dumps(identity))}")
         cloned = []
@@ -252,8 +253,8 @@ def drop(spark: SparkSession, writer: Writer, branch: Branch, schema: str) -> bo
     and one whose publish is reserved and not complete (asked again, it completes)."""
     if not spark.catalog.databaseExists(schema):
         return False
-    _refuse_foreign(spark, branch, schema, writer.transactions, "drop")
     with writer.holding(spark), own_session(spark) as spark:
+        _refuse_foreign(spark, branch, schema, writer.transactions, "drop")
         _refuse_children(spark, branch, schema, "drop of")
         identity = owner(spark, schema) or {}
         for stopped in syncs.operations(spark, writer.transactions):
