@@ -72,6 +72,34 @@
 {% endmacro %}
 
 
+{#- Each branch of this lakehouse (a schema `<target schema>__<name>` whose creation says so): its
+    fork, its creation, and whether it can be published now, with the reason when not. -#}
+{% macro list_branches() %}
+  {{ return(adapter.dispatch('list_branches', 'lakehistory')()) }}
+{% endmacro %}
+
+{% macro default__list_branches() %}
+  {%- set prefix = (target.schema ~ '__') | lower -%}
+  {%- set found = [] -%}
+  {%- for row in run_query("show schemas") -%}
+    {%- set name = row[0][prefix | length:] -%}
+    {%- if (row[0] | lower).startswith(prefix) and '__' not in name -%}
+      {%- do found.append(lakehistory._branch(name)) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set shown = lakehistory._engine('list_branches', {'found': found}) -%}
+  {%- if not shown -%}
+    {{ log("no branches", info=true) }}
+  {%- endif -%}
+  {%- for b in shown -%}
+    {{ log(b['branch'] ~ ": schema " ~ b['schema'] ~ ", from transaction " ~ b['fork'] ~ ", created "
+        ~ b['created_at'] ~ "; " ~ ("can be published" if b['publishable'] else "cannot be published: " ~ b['reason']),
+        info=true) }}
+  {%- endfor -%}
+  {{ return(shown) }}
+{% endmacro %}
+
+
 {#- The branch `name` as the engine takes it: its schema, its transactions table, and the tables
     it holds (each history model and snapshot of extracts, on main and on the branch). -#}
 {% macro _branch(name) %}

@@ -378,6 +378,25 @@ def drop_branch(
     return branches.drop(spark, ctx.writer, branch, schema)
 
 
+def list_branches(
+    spark: SparkSession, context: Mapping[str, Any], found: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each branch of this lakehouse among the schemas `found` (as `_branch` gives each): its fork,
+    and whether it can be published now, with the reason when not."""
+    ctx = Context.of(context)
+    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
+    given = [
+        (
+            branches.Branch(str(b["name"]), str(b["branch_transactions"])),
+            str(b["schema"]),
+            [dict(t) for t in b["tables"]],
+        )
+        for b in found
+        if branches.NAME.fullmatch(str(b["name"]))
+    ]
+    return branches.listed(spark, ctx.writer, given)
+
+
 # -- the lakehistory command -------------------------------------------------------------------------
 
 

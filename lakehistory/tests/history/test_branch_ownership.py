@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from branch_case import (
     TABLES,
+    branch_of,
     branch_with_a_change,
     create,
     current,
@@ -20,6 +21,7 @@ from branch_case import (
     main_with_two_tables,
     on_branch,
     publish,
+    tables_of,
 )
 from engine_case import Engine
 from sync_case import COLUMNS, new_process
@@ -193,3 +195,63 @@ def test_a_branch_of_tables_main_optimized_and_vacuumed_since_their_last_transac
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
     create(main, "after")
     assert current(on_branch(main, "after"), "b") == {1: "b1", 2: "b2"}
+
+
+def test_a_branch_run_killed_after_its_commit_is_recorded_before_the_publish_reads_it(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The branch's history table holds the batch, the branch's log does not: the publish records
+    it first, so main takes the rows with their batch, and never applies that batch again."""
+    main = main_with_two_tables(folder, "killed_on_branch")
+    create(main, "cut")
+    land(main, "a", 2, {1: "a2"})
+
+    def stop(reached: str) -> None:
+        if reached == "committed":
+            raise RuntimeError("stopped after the commit")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(apply, "_reached", stop)
+        with pytest.raises(RuntimeError):
+            on_branch(main, "cut").apply("a", COLUMNS, ["id"])
+    new_process(monkeypatch)
+
+    assert publish(main, "cut")["tables"] == {"a": {"versions_closed": 1, "versions_opened": 2}}
+    assert current(main, "a") == {1: "a2"}
+    main.apply("a", COLUMNS, ["id"])  # batch 2 is main's now: nothing to apply
+    batches = main.project.rows(f"select txn_id, batch_id from {main.transactions} where history_table like '%`a`'")
+    assert sorted((r["txn_id"], r["batch_id"]) for r in batches) == [(1, "000001"), (3, "000002")]
+
+
+def test_a_vacuum_that_removed_files_a_branch_reads_is_named_before_a_publish_reserves_anything(
+    folder: Path,
+) -> None:
+    """OPTIMIZE and VACUUM of main, as the docs recommend, remove files a branch's clone still
+    reads: `branch list` and the publish say so, the publish reserves nothing, main runs on."""
+    main = main_with_two_tables(folder, "vacuum_branch")
+    land(main, "a", 2, {2: "a2"})
+    main.apply("a", COLUMNS, ["id"])  # a second file of a
+    create(main, "keep")
+    land(main, "a", 3, {1: "a3"})
+    on_branch(main, "keep").apply("a", COLUMNS, ["id"])
+    writer = main.writer(history_tables=TABLES)
+    spark, schema = main.project.spark, f"{main.project.schema}__keep"
+    found = [(branch_of(main, "keep"), schema, tables_of(main, "keep"))]
+    assert [b["publishable"] for b in branches.listed(spark, writer, found)] == [True]
+
+    spark.sql(f"optimize {main.target('a')}")
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql(f"vacuum {main.target('a')} retain 0 hours")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+
+    (shown,) = branches.listed(spark, writer, found)
+    assert (shown["branch"], shown["fork"], shown["publishable"]) == ("keep", 3, False)
+    assert "removed by a VACUUM" in shown["reason"] and "lakehistory branch drop keep" in shown["reason"]
+    with pytest.raises(HistoryError, match="branch keep cannot be read: .* Nothing was changed"):
+        publish(main, "keep")
+    assert not main.project.rows(f"select * from {main.transactions} where txn_id > 3")
+    land(main, "b", 4, {1: "b4"})
+    main.apply("b", COLUMNS, ["id"])  # nothing reserved: main takes transactions
+    assert current(main, "b") == {1: "b4"} and drop(main, "keep")

@@ -260,6 +260,27 @@ def test_a_branch_main_moved_under_is_refused_and_dropped_leaving_main_as_it_was
     assert contents(main) == before
 
 
+def test_a_cleanup_of_main_after_the_fork_leaves_the_branch_publishable(project_dir: Path) -> None:
+    """A cleanup removes closed versions only, never the current ones a publish closes."""
+    main = lakehouse_of(project_dir, "branch_cleanup")
+    land_sync(main, 1, {1: "placed"}, {10: "new"})
+    land_sync(main, 2, {1: "shipped"}, {10: "gold"})
+    main.run_ok("run", "--select", "orders_history", "customers_history")
+    cli(main, "branch", "create", "keep")
+    land_sync(main, 3, {1: "delivered"}, {10: "platinum"})
+    on_branch(main, "keep").run_ok("run", "--select", "orders_history", "customers_history")
+    main.run_ok("run-operation", "lakehistory.cleanup", "--args", "{before_version: 2}")
+    cleanups = main.rows("select txn_id from {schema}.lakehistory_transactions where operation = 'cleanup'")
+    assert cleanups and min(r["txn_id"] for r in cleanups) > 2, "main's cleanup comes after the fork"
+
+    cli(main, "branch", "list")
+    cli(main, "branch", "publish", "keep")
+    current = main.rows(
+        "select order_id, status from {schema}.orders_history where _fivetran_active and valid_to = 9223372036854775807"
+    )
+    assert current == [{"order_id": 1, "status": "delivered"}]
+
+
 # --- a snapshot of daily extracts on a branch ------------------------------------------------------
 
 GAUGE_SOURCES = """\

@@ -14,6 +14,7 @@ names (the embedded Spark or a Spark Connect server): a dbt operation, so it rea
                                                a branch: the schema <schema>__NAME as of a tag or transaction
     lakehistory branch publish NAME            the branch's transactions as one transaction of main
     lakehistory branch drop NAME               drop the branch
+    lakehistory branch list                    the branches: fork, and whether each can be published
 
 Every command takes dbt's --project-dir, --profiles-dir and --target (run it in the project's
 folder, as dbt is, or name the folder).
@@ -61,9 +62,9 @@ def parser() -> argparse.ArgumentParser:
     tag.add_argument("--note", help="why, kept with the tag")
     tag.add_argument("--drop", action="store_true", help="drop the tag NAME")
     commands.add_parser("tags", parents=[dbt], help="the tags")
-    branch = commands.add_parser("branch", parents=[dbt], help="create, publish or drop a branch")
-    branch.add_argument("action", choices=["create", "publish", "drop"])
-    branch.add_argument("name", metavar="NAME")
+    branch = commands.add_parser("branch", parents=[dbt], help="create, publish, drop or list branches")
+    branch.add_argument("action", choices=["create", "publish", "drop", "list"])
+    branch.add_argument("name", metavar="NAME", nargs="?")
     branch.add_argument("--from", dest="fork", metavar="TAG|TXN", help="create: a tag or a transaction id")
     return top
 
@@ -84,7 +85,13 @@ def dbt_arguments(argv: Sequence[str] | None = None) -> list[str]:
             return ["run-operation", "lakehistory.drop_tag", "--args", json.dumps({"name": args["name"]}), *dbt]
         asked = {k: args[k] for k in ("name", "txn", "note") if args[k] is not None}
         return ["run-operation", "lakehistory.tag", "--args", json.dumps(asked), *dbt]
+    if command == "branch" and args["action"] == "list":
+        if args["name"] is not None or args["fork"] is not None:
+            parser().error("branch list takes no NAME and no --from")
+        return ["run-operation", "lakehistory.list_branches", *dbt]
     if command == "branch":
+        if args["name"] is None:
+            parser().error(f"branch {args['action']} NAME: the branch's name is missing")
         return ["run-operation", f"lakehistory.{args['action']}_branch", "--args", json.dumps(_branch_args(args)), *dbt]
     request = {"command": command, "args": args}
     return ["run-operation", "lakehistory.inspect", "--args", json.dumps(request), "--quiet", *dbt]

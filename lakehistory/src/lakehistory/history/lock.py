@@ -535,6 +535,14 @@ def _keep(lock: str, held: _Hold) -> None:
             log.debug("renewing %s failed: %s", lock, exc)
 
 
+def forget(lock: str) -> None:
+    """Stop keeping `lock`, whose table is about to be dropped (a branch's): nothing to let go of."""
+    held = _held.pop(lock, None)
+    if held is not None:
+        held.stop.set()
+    unrecorded.pop(lock, None)
+
+
 @atexit.register
 def let_go_all() -> None:
     """Let go of every hold of this process (at exit, when it holds any)."""

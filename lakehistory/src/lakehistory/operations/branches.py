@@ -37,7 +37,7 @@ import datetime as dt
 import json
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +48,7 @@ from lakehistory.history import ledger, lock, records, syncs
 from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.table import HistoryError, Versioning
-from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, syncs_relation
+from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, beside, syncs_relation
 from lakehistory.history.writer import Writer
 from lakehistory.names import VALID_FROM, VALID_TO
 from lakehistory.operations import revert
@@ -215,6 +215,13 @@ def create(
                 version = versions[table.target]
                 at = "" if version is None else f" version as of {version}"
                 spark.sql(f"create table {table.branch} shallow clone {table.target}{at}")
+                if gone := unreadable(spark, table.branch, table.target):
+                    _drop_schema(spark, schema, branch)  # made by this creation a moment ago
+                    raise HistoryError(
+                        f"branch {branch.name}: {table.model} as of transaction {fork} cannot be read, {len(gone)}"
+                        f" of its files ({gone[0]}{', ...' if len(gone) > 1 else ''}) were removed by a VACUUM of"
+                        f" {table.target}. Create the branch from a later transaction. Nothing was changed."
+                    )
                 cloned.append(table.model)
         _clone_cut(spark, transactions, branch.transactions, fork)
         # On the branch, every transaction up to the fork names the branch's table, and is in the
@@ -256,21 +263,44 @@ def drop(spark: SparkSession, writer: Writer, branch: Branch, schema: str) -> bo
     with writer.holding(spark), own_session(spark) as spark:
         _refuse_foreign(spark, branch, schema, writer.transactions, "drop")
         _refuse_children(spark, branch, schema, "drop of")
-        identity = owner(spark, schema) or {}
-        for stopped in syncs.operations(spark, writer.transactions):
-            if stopped.waiting and _publishes(stopped.request, branch.name, identity.get("id")):
-                raise HistoryError(
-                    f"drop of branch {branch.name} refused: its publish, transaction {stopped.reserved.txn_id} of main,"
-                    f" was stopped before {', '.join(stopped.waiting)} recorded it, and reads the branch to complete."
-                    f" Complete it (lakehistory branch publish {branch.name}), or give it up"
-                    f" ({stopped.give_up_command()}). Nothing was changed."
-                )
-        _drop_schema(spark, schema)
+        _refuse_stopped_publish(spark, writer.transactions, branch, (owner(spark, schema) or {}).get("id"), "drop of")
+        _drop_schema(spark, schema, branch)
     return True
 
 
-def _drop_schema(spark: SparkSession, schema: str) -> None:
+def _drop_schema(spark: SparkSession, schema: str, branch: Branch) -> None:
+    lock.forget(_writer_lock(branch))  # held when this process ran on the branch: its table goes too
     spark.sql(f"drop schema {q(schema)} cascade")
+
+
+def _writer_lock(branch: Branch) -> str:
+    return beside(branch.transactions, "writer")  # as the macro writer_lock_relation names it
+
+
+def _recover_branch(spark: SparkSession, writer: Writer, branch: Branch, tables: Iterable[Table]) -> None:
+    """A run on the branch killed after its commit left a transaction the branch's log lacks: the
+    branch's own writer records it, under the branch's lock, before the publish reads that log
+    (else main would take the rows without the record of their batch, and apply it again)."""
+    on_branch = {t.target: t.branch for t in tables}
+    own = Writer(
+        transactions=branch.transactions,
+        lock=_writer_lock(branch),
+        uuid_sql=writer.uuid_sql,
+        history_tables=tuple(on_branch[t] for t in writer.history_tables if t in on_branch),
+        invocation=writer.invocation,
+        wait_seconds=writer.wait_seconds,
+    )
+    with own.holding(spark):
+        own.recover_every(spark, branch.transactions)
+
+
+def _branch_rows(spark: SparkSession, branch: Branch, fork: int) -> list[Row]:
+    return (
+        spark.table(branch.transactions)
+        .where(F.col("txn_id") > F.lit(fork))
+        .orderBy("txn_id", "row_index")
+        .collect()  # a row per transaction and table of the branch
+    )
 
 
 def _publishes(request: str, name: str, branch_id: str | None) -> bool:
@@ -279,6 +309,73 @@ def _publishes(request: str, name: str, branch_id: str | None) -> bool:
     if asked.get("operation") != "publish_branch" or asked.get("name") != name:
         return False
     return asked.get(syncs.PRIVATE + "branch") in (None, branch_id)
+
+
+# -- list --------------------------------------------------------------------------------------------
+
+
+def listed(
+    spark: SparkSession, writer: Writer, found: Sequence[tuple[Branch, str, Sequence[dict[str, Any]]]]
+) -> list[dict[str, Any]]:
+    """What `lakehistory branch list` shows of each branch of this lakehouse among `found` (a
+    branch, its schema, its tables): its fork, its creation, and whether it can be published now,
+    with the reason when not (the refusal a publish would give, nothing reserved or changed)."""
+    shown = []
+    for branch, schema, tables in found:
+        if (owner(spark, schema) or {}).get(OWNER) != writer.transactions:
+            continue
+        described = branch.described(spark)
+        row = {"branch": branch.name, "schema": schema, "fork": None, "created_at": None, "publishable": False}
+        if described is None:
+            shown.append({**row, "reason": "its creation was cut short: create it again, or drop it"})
+            continue
+        row.update(fork=described["fork"], created_at=described.get("created_at"))
+        fork = int(described["fork"])
+        by_branch = {t.branch: t for t in (Table.of(dict(x)) for x in tables)}
+        try:
+            _refuse_stopped_publish(spark, writer.transactions, branch, described.get("id"), "publish of")
+            rows = _branch_rows(spark, branch, fork)
+            _check_publishable(spark, writer.transactions, branch, schema, by_branch, fork, rows)
+        except HistoryError as refused:
+            shown.append({**row, "reason": str(refused).removesuffix(" Nothing was changed.")})
+        else:
+            shown.append({**row, "publishable": True, "reason": None})
+    return shown
+
+
+def _check_publishable(
+    spark: SparkSession,
+    transactions: str,
+    branch: Branch,
+    schema: str,
+    by_branch: dict[str, Table],
+    fork: int,
+    rows: list[Row],
+) -> None:
+    """The refusals of a publish that reserved nothing yet (a HistoryError), each read afresh."""
+    _refuse_children(spark, branch, schema, "publish of")
+    if not rows:
+        raise HistoryError(f"branch {branch.name} has no transaction after the fork ({fork}): nothing to publish")
+    _refuse_branch_state(spark, branch, rows, by_branch, fork)
+    changed = [by_branch[t] for t in dict.fromkeys(r.history_table for r in rows)]
+    _refuse_new_tables(spark, branch, changed)
+    _refuse_unreadable(spark, branch, changed)
+    states = ledger.recorded_for(spark, transactions, [t.target for t in changed])
+    _refuse_main_moved(spark, transactions, branch, rows, changed, states, fork)
+
+
+def _refuse_stopped_publish(
+    spark: SparkSession, transactions: str, branch: Branch, branch_id: str | None, what: str
+) -> None:
+    """A publish of the branch reserved and not complete reads the branch to complete."""
+    for stopped in syncs.operations(spark, transactions):
+        if stopped.waiting and _publishes(stopped.request, branch.name, branch_id):
+            raise HistoryError(
+                f"{what} branch {branch.name} refused: its publish, transaction {stopped.reserved.txn_id} of main,"
+                f" was stopped before {', '.join(stopped.waiting)} recorded it, and reads the branch to complete."
+                f" Complete it (lakehistory branch publish {branch.name}), or give it up"
+                f" ({stopped.give_up_command()}). Nothing was changed."
+            )
 
 
 # -- publish -----------------------------------------------------------------------------------------
@@ -312,14 +409,8 @@ def publish(
     transactions = writer.transactions
     with writer.holding(spark), own_session(spark) as spark:
         _refuse_children(spark, branch, schema, "publish of")
-        rows = (
-            spark.table(branch.transactions)
-            .where(F.col("txn_id") > F.lit(fork))
-            .orderBy("txn_id", "row_index")
-            .collect()  # a row per transaction and table of the branch
-        )
-        if not rows:
-            raise HistoryError(f"branch {branch.name} has no transaction after the fork ({fork}): nothing to publish")
+        _recover_branch(spark, writer, branch, by_branch.values())
+        rows = _branch_rows(spark, branch, fork)
         found = syncs.operations(spark, transactions, request)
         stopped = next((o for o in found if o.waiting), None)
         if stopped is not None and stopped.request != request:
@@ -328,18 +419,14 @@ def publish(
         # of the same name was published before this one's fork)
         done = next((o for o in found if not o.waiting and o.reserved.txn_id > fork), None)
         if stopped is None and done is not None:
-            _drop_schema(spark, schema)
+            _drop_schema(spark, schema, branch)
             return {"transaction": done.reserved.txn_id, "tables": {}, "already_done": True}
-        if stopped is None:
-            _refuse_branch_state(spark, branch, rows, by_branch, fork)
-        changed = [by_branch[t] for t in dict.fromkeys(r.history_table for r in rows)]
-        if stopped is None:
-            _refuse_new_tables(spark, branch, changed)
+        changed = [by_branch[t] for t in dict.fromkeys(r.history_table for r in rows) if t in by_branch]
         for table in changed:
             writer.recover(spark, table.target)
         states = ledger.recorded_for(spark, transactions, [t.target for t in changed])
         if stopped is None:
-            _refuse_main_moved(spark, transactions, branch, rows, changed, states, fork)
+            _check_publishable(spark, transactions, branch, schema, by_branch, fork, rows)
             who = author or spark.sql("select current_user()").collect()[0][0]
             first = states[changed[0].target]
             reservation, _ = syncs.reserve_operation(
@@ -363,7 +450,7 @@ def publish(
             writer.record(spark, commits, stop=lambda point: None)
         _reached("recorded")
         txn_id = reservation.reserved.txn_id
-        _drop_schema(spark, schema)
+        _drop_schema(spark, schema, branch)
     return {
         "transaction": txn_id,
         "tables": {m: {"versions_closed": c[0], "versions_opened": c[1]} for m, c in counts.items()},
@@ -418,6 +505,43 @@ def _refuse_new_tables(spark: SparkSession, branch: Branch, changed: list[Table]
             )
 
 
+def unreadable(spark: SparkSession, clone: str, source: str) -> list[str]:
+    """The files the shallow clone `clone` reads that are gone: a VACUUM of `source`, whose files
+    they are, removed them. Only the files `source` no longer holds can be gone, and only their
+    existence is checked (a listing each, no data read); a clone of `source`'s latest version
+    costs two plans and nothing more."""
+    own = set(spark.table(source).inputFiles())
+    at_risk = sorted(set(spark.table(clone).inputFiles()) - own)
+    if not at_risk or _all_there(spark, at_risk):
+        return []
+    return [f for f in at_risk if not _all_there(spark, [f])]
+
+
+def _all_there(spark: SparkSession, files: list[str]) -> bool:
+    try:  # a schema given: the reader checks that each path exists, and opens none
+        _ = spark.read.schema("`_` int").parquet(*files).schema
+    except Exception as exc:  # noqa: BLE001 - Spark raises its own analysis error, by Spark version
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return False
+        raise
+    return True
+
+
+def _refuse_unreadable(spark: SparkSession, branch: Branch, tables: list[Table]) -> None:
+    for table in tables:
+        if gone := unreadable(spark, table.branch, table.target):
+            raise HistoryError(_unreadable_message(branch, table, gone) + " Nothing was changed.")
+
+
+def _unreadable_message(branch: Branch, table: Table, gone: list[str]) -> str:
+    return (
+        f"branch {branch.name} cannot be read: {len(gone)} file(s) its {table.model} reads are gone from main's"
+        f" table ({gone[0]}{', ...' if len(gone) > 1 else ''}), removed by a VACUUM of {table.target} after an"
+        " OPTIMIZE, a REORG or a cleanup rewrote them. Its changes cannot be published: drop it"
+        f" (lakehistory branch drop {branch.name}) and make them again on a new branch."
+    )
+
+
 def _refuse_main_moved(
     spark: SparkSession,
     transactions: str,
@@ -428,9 +552,20 @@ def _refuse_main_moved(
     fork: int,
 ) -> None:
     """Main moved since the fork in a way that conflicts with the branch."""
+    # A cleanup removes closed versions only, never the current ones a publish closes: a cleanup
+    # of main after the fork is no conflict.
+    written = {
+        r.history_table: int(r.last)
+        for r in spark.table(transactions)
+        .where((F.col("txn_id") > F.lit(fork)) & (F.col("operation") != F.lit("cleanup")))
+        .where(F.col("history_table").isin(*[t.target for t in changed]))
+        .groupBy("history_table")
+        .agg(F.max("txn_id").alias("last"))
+        .collect()  # a row per table
+    }
     for table in changed:
         state = states[table.target]
-        moved = max(state.history_last_id, state.operation_reserved)
+        moved = max(written.get(table.target, 0), state.operation_reserved)
         if moved > fork:
             raise HistoryError(
                 f"branch {branch.name} cannot be published: main's {table.model} has transaction {moved}, after the"
