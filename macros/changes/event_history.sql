@@ -109,7 +109,8 @@ inner join pending as p on e.`txn_id` = p.`txn_id`
       ~ " coalesce(t.`source_table`, t.`history_table`) as `table_name`, cast(null as int) as `event`,"
       ~ " t.`started_at` as `at`, t.`versions_opened` as `rows_changed`\nfrom " ~ lakehistory.transactions_relation() ~ " as t"
       ~ "\nwhere t.`txn_id` > " ~ after ~ " and t.`operation` in ('batch', 'edit', 'revert', 'snapshot', 'cleanup') and "
-      ~ lakehistory._moved_rows('t') ~ " and " ~ others) -%}
+      ~ lakehistory._moved_rows('t') ~ " and " ~ others
+      ~ " and coalesce(t.`app_id`, '') <> 'lakehistory.retention'") -%}
 select
     `trans_id`,
     `user_name`,

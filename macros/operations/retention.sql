@@ -1,7 +1,8 @@
 {#-
   Retention for the models built on history tables (lakehistory.cleanup without `model`, or with
   one of them). Each keeps every answer at or after the cutoff transaction c, and each removal is
-  one Delta MERGE ... DELETE:
+  one Delta MERGE ... DELETE, a transaction of the writer recorded as a cleanup of that table
+  (app_id lakehistory.retention), which a later tag or revert of a transaction before c sees:
 
     event history   a key's events up to c except its last one (by transaction, then valid time;
                     both rows of an update): replayed to any transaction from c on, what is left
@@ -144,14 +145,48 @@
     {%- set sql = lakehistory._log_retention_sql(kind, target, keys, c) -%}
     {%- set what = 'row(s) of ' ~ node.name ~ ' before its last entry per key at or before transaction ' ~ c -%}
   {%- endif -%}
-  {%- set removed = run_query(sql).rows[0]['num_deleted_rows'] | int -%}
-  {{ log("cleanup: removed " ~ removed ~ " " ~ what, info=true) }}
+  {#- The rows leave as a transaction of the writer, recorded (operation 'cleanup', app
+      lakehistory.retention): a tag or a revert of a transaction before the cutoff sees it. -#}
+  {%- set removed = run_query("select count(*) from " ~ target ~ " as t left semi join (" ~ sql['using'] ~ ") as d on "
+      ~ sql['on']).rows[0][0] | int -%}
+  {%- if removed == 0 -%}
+    {{ log("cleanup: removed no " ~ what, info=true) }}
+    {{ return(0) }}
+  {%- endif -%}
+  {%- set remove = "merge into " ~ target ~ " as t using (" ~ sql['using'] ~ ") as d on " ~ sql['on'] ~ " when matched then delete" -%}
+  {%- set row -%}
+    select
+        system.session.lakehistory_txn_id,
+        {{ lakehistory.naksha_uuid('system.session.lakehistory_txn_id', 'system.session.lakehistory_started_at', 0) }},
+        'cleanup',
+        null,
+        {{ lakehistory._text(target) }},
+        null,
+        null,
+        current_user(),
+        'lakehistory.retention',
+        {{ lakehistory._text(removed ~ ' ' ~ what ~ ' removed') }},
+        system.session.lakehistory_started_at,
+        current_timestamp(),
+        0,
+        0,
+        0,
+        0,
+        {{ removed }},
+        system.session.lakehistory_delta_version,
+        null,
+        null,
+        null
+  {%- endset -%}
+  {%- set txn_id = lakehistory.run_transaction(lakehistory.ensure_transactions_table(), [remove], row, target) -%}
+  {{ log("cleanup: removed " ~ removed ~ " " ~ what ~ " (transaction " ~ txn_id ~ ")", info=true) }}
   {{ return(removed) }}
 {% endmacro %}
 
 
 {#- Event history or feature states: every entry of a key up to `c` but its last, and but its
-    last up to each tagged transaction before `c` (lakehistory.tag), which replays to the tag. -#}
+    last up to each tagged transaction before `c` (lakehistory.tag), which replays to the tag.
+    Returns the removal's source (`using`, alias d) and its condition on the table (`on`, alias t). -#}
 {% macro _log_retention_sql(kind, target, keys, c) %}
   {%- set txn = '`_hist_trans_id`' if kind == 'events' else '`txn_id`' -%}
   {%- set position = {} -%}
@@ -160,9 +195,7 @@
     {%- do position.update({alias: "struct(" ~ alias ~ ".`_hist_trans_id`, coalesce(" ~ alias ~ ".`_hist_valid_time`, " ~ lakehistory._names()['end_of_time']['timestamp'] ~ "))" if kind == 'events' else alias ~ ".`version`"}) -%}
   {%- endfor -%}
   {%- set tags = lakehistory._engine('ensure_tags_table') -%}
-  {%- set sql -%}
-    merge into {{ target }} as t
-    using (
+  {%- set using -%}
         -- distinct: an update's two events share their position
         select distinct {{ lakehistory._columns(keys, 'k') }}, {{ position.k }} as `_lh_position`
         from {{ target }} as k
@@ -179,16 +212,15 @@
             group by {{ lakehistory._columns(keys, 's') }}, g.`txn_id`
         ) as g on {{ lakehistory._join_on('k', 'g', keys) }} and {{ position.k }} = g.`_lh_kept`
         where k.{{ txn }} <= {{ c | int }}
-    ) as d
-    on {{ lakehistory._join_on('t', 'd', keys) }} and t.{{ txn }} <= {{ c | int }} and {{ position.t }} = d.`_lh_position`
-    when matched then delete
   {%- endset -%}
-  {{ return(sql) }}
+  {{ return({'using': using, 'on': lakehistory._join_on('t', 'd', keys) ~ ' and t.' ~ txn ~ ' <= ' ~ (c | int)
+      ~ ' and ' ~ position.t ~ ' = d.`_lh_position`'}) }}
 {% endmacro %}
 
 
 {#- `_hx`: the rows a later row of the same key and mod_time, recorded by `c`, supersedes, but
-    none a child's history foreign key points at, and none a tagged transaction before `c` reads. -#}
+    none a child's history foreign key points at, and none a tagged transaction before `c` reads
+    (`using` and `on`, as for the event history). -#}
 {% macro _hx_retention_sql(node, target, c) %}
   {%- set hx = node.config.meta.lakehistory.hx -%}
   {%- set tags = lakehistory._engine('ensure_tags_table') -%}
@@ -200,9 +232,7 @@
       {%- do references.append('select ' ~ id ~ ' as `_lh_ref` from ' ~ relation ~ ' where ' ~ id ~ ' is not null') -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- set sql -%}
-    merge into {{ target }} as t
-    using (
+  {%- set using -%}
         select h.{{ id }}
         from {{ target }} as h
         inner join (
@@ -223,9 +253,6 @@
             group by {{ lakehistory._columns(hx.key, 'k') }}, k.`mod_time`, g.`txn_id`
         ) as g on h.{{ id }} = g.`_lh_kept`
         where h.`txn_id` <= {{ c | int }}
-    ) as d
-    on t.{{ id }} = d.{{ id }}
-    when matched then delete
   {%- endset -%}
-  {{ return(sql) }}
+  {{ return({'using': using, 'on': 't.' ~ id ~ ' = d.' ~ id}) }}
 {% endmacro %}

@@ -99,6 +99,19 @@ def test_cleanup_keeps_every_answer_from_the_cutoff_on_and_every_history_foreign
     later = [v for v in txns if v >= cutoff]
     assert len(later) >= 3, "transactions after the cutoff to read as of"
 
+    # The event history alone first: its retention is a transaction of the writer, recorded, and
+    # a tag of a transaction before it, whose events it removed, is refused.
+    cleanup(project, model="site_events", before_version=cutoff)
+    log = "select history_table, app_id, rows_purged from {schema}.lakehistory_transactions where operation = 'cleanup'"
+    (retention,) = project.rows(log)
+    assert (retention["app_id"], retention["rows_purged"]) == ("lakehistory.retention", 2)
+    assert retention["history_table"].endswith("site_events")
+    early = min(t["txn_id"] for t in site.transactions())
+    refused = project.run_fails(
+        "run-operation", "lakehistory.tag", "--args", json.dumps({"name": "gone", "txn": early})
+    )
+    assert "may have removed" in refused
+
     cleanup(project, before_version=cutoff)
     after = {name: rows(project, name) for name in names}
 
