@@ -6,7 +6,7 @@ The session is dbt's profile's (`DbtProject.spark` starts it through dbt when no
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from history_case import normalize
@@ -189,3 +189,8 @@ class Engine:
             r["txn_id"]
             for r in self.project.rows(f"select txn_id from {self.transactions} where source_table = '{table}'")
         ]
+
+
+def stopping(operation: str, stop: Callable[[str], None]) -> Callable[[str, str], None]:
+    """`stop` as the writer turn's `reached` (history/turn.py), for `operation`'s points only."""
+    return lambda asked, point: stop(point) if asked == operation else None

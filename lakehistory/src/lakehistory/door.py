@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 from lakehistory import derived, main_table
 from lakehistory import invocation as invocations
 from lakehistory.command import commands
+from lakehistory.errors import LakehistoryError
 from lakehistory.history import apply, syncs
 from lakehistory.history import statements as writer_statements
 from lakehistory.history import transactions as transactions_table
@@ -38,7 +39,7 @@ from lakehistory.operations import abandon, branches, tags
 from lakehistory.operations import revert as reverts
 
 
-class ContextError(ValueError):
+class ContextError(LakehistoryError, ValueError):
     pass
 
 

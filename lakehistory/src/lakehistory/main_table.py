@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
+from lakehistory.errors import LakehistoryError
 from lakehistory.history.ledger import USER_METADATA
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.transactions import create_if_missing
@@ -39,7 +40,7 @@ CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 MERGE_ATTEMPTS = 3
 
 
-class MainTableError(ValueError):
+class MainTableError(LakehistoryError, ValueError):
     pass
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lakehistory.errors import LakehistoryError
+
 # Fivetran's history-mode protocol: the four columns a history table stores, and the seed form's
 # earliest flag, which is never stored.
 START = "_fivetran_start"
@@ -94,7 +96,7 @@ END_OF_TIME = {"integer": "9223372036854775807", "timestamp": "timestamp'9999-12
 FIVETRAN_END_OF_TIME = "timestamp'9999-12-31 23:59:59.999'"
 
 
-class ReservedNameError(ValueError):
+class ReservedNameError(LakehistoryError, ValueError):
     """A source column whose name the product gives a column of its own."""
 
 

@@ -12,12 +12,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from engine_case import stopping
 from history_case import SUPERSET_DATA, HistoryCase, T, batch, naive, normalize, pad, version
 from hypothesis import HealthCheck, Phase, given, settings
 
 from harness import DbtProject, copy_project, examples, unique_schema
 from lakehistory import derived
-from lakehistory.history import apply
+from lakehistory.history import turn
 from lakehistory.landing.batch import ONE_MS, Column, SchemaChange
 from lakehistory.names import ACTIVE, END, START
 from oracle.fivetran import apply_batch
@@ -595,10 +596,10 @@ def test_any_column_name_a_delta_table_can_hold(project: DbtProject, monkeypatch
         if point == "recovered":
             raise RuntimeError("stopped on purpose")
 
-    monkeypatch.setattr(apply, "_reached", fail)
+    monkeypatch.setattr(turn, "reached", stopping("apply", fail))
     assert "stopped on purpose" in case.run_fails()
     assert not case.exists()
-    monkeypatch.setattr(apply, "_reached", lambda point: None)
+    monkeypatch.setattr(turn, "reached", lambda operation, point: None)
 
     run(project, "odd")
     second = [version(T(2), id=1, **{**values(1, "ann"), "first name": "anne", "back`tick": 10})]

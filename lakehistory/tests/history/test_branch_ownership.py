@@ -23,11 +23,11 @@ from branch_case import (
     publish,
     tables_of,
 )
-from engine_case import Engine
+from engine_case import Engine, stopping
 from sync_case import COLUMNS, new_process
 
-from lakehistory.history import apply
-from lakehistory.history.table import HistoryError
+from lakehistory.errors import HistoryError
+from lakehistory.history import turn
 from lakehistory.operations import abandon, branches
 
 
@@ -104,7 +104,7 @@ def test_a_publish_stopped_whose_branch_is_gone_is_given_up_and_main_moves_on(
             raise RuntimeError(f"stopped at {point}")
 
     with monkeypatch.context() as patched:
-        patched.setattr(branches, "_reached", stop)
+        patched.setattr(turn, "reached", stopping("publish_branch", stop))
         with pytest.raises(RuntimeError):
             publish(main, "late")
     new_process(monkeypatch)
@@ -166,7 +166,7 @@ def test_a_commit_one_lakehouse_left_unrecorded_is_recorded_into_its_own_transac
             raise RuntimeError("stopped after the commit")
 
     with monkeypatch.context() as patched:
-        patched.setattr(apply, "_reached", stop)
+        patched.setattr(turn, "reached", stopping("apply", stop))
         with pytest.raises(RuntimeError):
             side.apply("a", COLUMNS, ["id"])
     land(main, "b", 2, {1: "b2"})
@@ -211,7 +211,7 @@ def test_a_branch_run_killed_after_its_commit_is_recorded_before_the_publish_rea
             raise RuntimeError("stopped after the commit")
 
     with monkeypatch.context() as patched:
-        patched.setattr(apply, "_reached", stop)
+        patched.setattr(turn, "reached", stopping("apply", stop))
         with pytest.raises(RuntimeError):
             on_branch(main, "cut").apply("a", COLUMNS, ["id"])
     new_process(monkeypatch)

@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_case import stopping
 from sync_case import new_process
 
 from harness import REPO_ROOT, DbtProject, unique_schema
 from lakehistory.command.cli import dbt_arguments
-from lakehistory.history import lock
+from lakehistory.history import lock, turn
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.landing.write import write_batch
 from lakehistory.names import EARLIEST, END, START
-from lakehistory.operations import branches
 
 DBT_PROJECT = 'name: shop\nversion: "1.0.0"\nconfig-version: 2\nprofile: lakehistory\n'
 
@@ -208,7 +208,7 @@ def test_a_publish_stopped_at_any_point_is_completed_by_asking_again(
     main = lakehouse_of(project_dir, "branch_stop")
     land_sync(main, 1, {1: "placed"}, {10: "new"})
     main.run_ok("run")
-    for n, point in enumerate(branches.STOP_POINTS, start=2):
+    for n, point in enumerate(turn.RESERVED_STOP_POINTS, start=2):
         land_sync(main, n, {1: f"status {n}", n: "placed"}, {10: f"tier {n}"})
         name = f"stop_{point}"
         cli(main, "branch", "create", name)
@@ -219,7 +219,7 @@ def test_a_publish_stopped_at_any_point_is_completed_by_asking_again(
                 raise RuntimeError(f"stopped at {point}")
 
         with monkeypatch.context() as patched:
-            patched.setattr(branches, "_reached", stop)
+            patched.setattr(turn, "reached", stopping("publish_branch", stop))
             main.run_fails(*dbt_arguments(["branch", "publish", name]))
         lock.unrecorded.clear()  # this process's own record of the stopped commit: a new one has none
         new_process(monkeypatch)

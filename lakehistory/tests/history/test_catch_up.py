@@ -15,14 +15,14 @@ import random
 from pathlib import Path
 
 import pytest
-from engine_case import Engine
+from engine_case import Engine, stopping
 from history_case import normalize
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness import examples
-from lakehistory.history import apply, ledger, lock
-from lakehistory.history.apply import HistoryError
+from lakehistory.errors import HistoryError
+from lakehistory.history import ledger, lock, turn
 from lakehistory.landing import folders, run_reads
 from lakehistory.landing.batch import TMAX, Batch, Column, SchemaChange
 from lakehistory.landing.manifests import Applied, Landed, applied_batches_for, read_landed
@@ -220,10 +220,10 @@ def test_a_batch_recorded_by_a_recovery_after_the_run_read_the_landing_is_not_ap
         if name == "committed":
             raise RuntimeError("stopped")
 
-    monkeypatch.setattr(apply, "_reached", stop)
+    monkeypatch.setattr(turn, "reached", stopping("apply", stop))
     with pytest.raises(RuntimeError, match="stopped"):
         engine.apply("rec_a", ROW_COLUMNS, ["id"])
-    monkeypatch.setattr(apply, "_reached", lambda name: None)
+    monkeypatch.setattr(turn, "reached", lambda operation, point: None)
     lock.let_go_all()  # the lock's row says a commit was left unrecorded, as a killed holder's would
     engine.new_process()
     monkeypatch.setattr(lock, "unrecorded", {})

@@ -22,8 +22,9 @@ from test_as_a_package import DBT_PROJECT, MODEL
 from harness import REPO_ROOT, DbtProject, unique_schema
 from lakehistory import door, main_table
 from lakehistory import invocation as invocations
+from lakehistory.errors import HistoryError
 from lakehistory.history import apply, ledger, lock, statements
-from lakehistory.history.apply import HistoryError, apply_pending
+from lakehistory.history.apply import apply_pending
 from lakehistory.history.transactions import LAYOUT, create_sql, ensure_transactions_table
 from lakehistory.landing import run_reads
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync

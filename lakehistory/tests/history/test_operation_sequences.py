@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 from branch_case import TABLES, create, current, drop, lakehouse, land, on_branch, publish
-from engine_case import Engine
+from engine_case import Engine, stopping
 from sync_case import COLUMNS, new_process
 
-from lakehistory.history import apply, syncs
-from lakehistory.history.table import HistoryError
-from lakehistory.operations import abandon, branches
+from lakehistory.errors import HistoryError
+from lakehistory.history import syncs, turn
+from lakehistory.operations import abandon
 
 STEPS = 16
 
@@ -75,11 +75,11 @@ class Operations:
 
     def apply(self, monkeypatch: pytest.MonkeyPatch) -> None:
         table = self.rng.choice(TABLES)
-        point = self.rng.choice([None, None, *apply.STOP_POINTS])
+        point = self.rng.choice([None, None, *turn.STOP_POINTS])
         self.log.append(f"apply {table}" + (f" killed at {point}" if point else ""))
         if point is not None:
             with monkeypatch.context() as patched:
-                patched.setattr(apply, "_reached", _stop_at(point))
+                patched.setattr(turn, "reached", stopping("apply", _stop_at(point)))
                 with contextlib.suppress(StoppedError):  # a point the run did not reach: it ran whole
                     self.main.apply(table, COLUMNS, ["id"])
             new_process(monkeypatch)
@@ -104,7 +104,7 @@ class Operations:
     def publish(self, monkeypatch: pytest.MonkeyPatch) -> None:
         assert self.branch is not None
         moved = [t for t in self.branch_changed if last_of(self.main, t) > self.fork]
-        point = self.rng.choice([None, None, *branches.STOP_POINTS])
+        point = self.rng.choice([None, None, *turn.RESERVED_STOP_POINTS])
         self.log.append(f"branch publish (main moved: {moved})" + (f" killed at {point}" if point else ""))
         if not self.branch_changed or moved:
             with pytest.raises(HistoryError, match="nothing to publish|cannot be published"):
@@ -117,7 +117,7 @@ class Operations:
             self.published(self.branch_changed)
             return
         with monkeypatch.context() as patched:
-            patched.setattr(branches, "_reached", _stop_at(point))
+            patched.setattr(turn, "reached", stopping("publish_branch", _stop_at(point)))
             with pytest.raises(StoppedError):
                 publish(self.main, "seq")
         new_process(monkeypatch)

@@ -14,14 +14,14 @@ import random
 from pathlib import Path
 
 import pytest
-from engine_case import Engine
+from engine_case import Engine, stopping
 from history_case import normalize
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from sync_case import COLUMNS, batch, compile_cut, new_process, physical_by_day, visible
 
 from harness import examples
-from lakehistory.history import apply
+from lakehistory.history import turn
 from lakehistory.history.transactions import syncs_relation
 from lakehistory.landing.batch import Sync
 from lakehistory.operations.abandon import abandon_sync
@@ -56,7 +56,7 @@ def days(seed: int) -> list[dict]:
         runs = []
         for _ in range(rng.randint(1, 2)):
             chosen = rng.sample(TABLES, rng.randint(1, 3))
-            kill = (rng.choice(chosen), rng.choice(apply.STOP_POINTS)) if rng.random() < 0.4 else None
+            kill = (rng.choice(chosen), rng.choice(turn.STOP_POINTS)) if rng.random() < 0.4 else None
             runs.append((chosen, kill))
         plan.append({"n": n, "batches": batches, "lost": lost, "runs": runs})
     return plan
@@ -96,7 +96,7 @@ def run(engine: Engine, chosen: list[str], invocation: str, project: list[str], 
                     raise KeyboardInterrupt
 
             with pytest.MonkeyPatch.context() as patched:
-                patched.setattr(apply, "_reached", stop)
+                patched.setattr(turn, "reached", stopping("apply", stop))
                 try:
                     engine.apply_staged(table, COLUMNS, ["id"], invocation_id=invocation, history_tables=project)
                 except KeyboardInterrupt:

@@ -2,7 +2,7 @@
 transactions of a run that was never stopped: every batch applied once, ids gap-free, counts
 included.
 
-The run is stopped at each named point of the engine in turn (`apply.STOP_POINTS`, in every
+The run is stopped at each named point of the engine in turn (`turn.STOP_POINTS`, in every
 group the run commits), as a killed process would stop it: nothing after the point happens, and
 the process state is gone (the rerun starts with none)."""
 
@@ -12,9 +12,9 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from engine_case import Engine
+from engine_case import Engine, stopping
 
-from lakehistory.history import apply, lock
+from lakehistory.history import apply, lock, turn
 from lakehistory.landing.batch import TMAX, Batch, Column, SchemaChange
 from lakehistory.names import END, START
 
@@ -94,7 +94,7 @@ def test_a_run_stopped_anywhere_and_run_again_converges(
     assert engine.apply(reference, columns, ["id"])["groups"] == 2
     want = (engine.physical(reference), engine.transactions_of(reference))
     # Without earliest starts only the group's own points differ from the run above.
-    points = apply.STOP_POINTS if with_earliest else apply.GROUP_STOP_POINTS
+    points = turn.STOP_POINTS if with_earliest else apply.GROUP_STOP_POINTS
     for point in points:
         for occurrence in (1, 2) if point in apply.GROUP_STOP_POINTS else (1,):  # each group's
             table = f"stop_{label}_{point}_{occurrence}"
@@ -106,14 +106,14 @@ def test_a_run_stopped_anywhere_and_run_again_converges(
                 if seen.count(point) == occurrence:
                     raise StoppedError(name)
 
-            monkeypatch.setattr(apply, "_reached", stop)
+            monkeypatch.setattr(turn, "reached", stopping("apply", stop))
             stopped = True
             try:
                 engine.apply(table, columns, ["id"])
                 stopped = False
             except StoppedError:
                 pass
-            monkeypatch.setattr(apply, "_reached", lambda name: None)
+            monkeypatch.setattr(turn, "reached", lambda operation, point: None)
             # A new process: no memory of the stopped run.
             engine.new_process()
             monkeypatch.setattr(lock, "unrecorded", {})

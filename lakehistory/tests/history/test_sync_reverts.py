@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from engine_case import Engine
+from engine_case import Engine, stopping
 from sync_case import batch, compile_cut, ids_by_sync, land_syncs, new_process, run, visible
 
-from lakehistory.history.apply import HistoryError
-from lakehistory.operations import revert
+from lakehistory.errors import HistoryError
+from lakehistory.history import turn
 
 KEY = ["id"]
 
@@ -113,10 +113,10 @@ def test_a_revert_of_two_tables_stopped_anywhere_is_completed_by_asking_it_again
         if name == point and reached.count(point) == nth:
             raise RuntimeError(f"stopped at {name}")
 
-    monkeypatch.setattr(revert, "_reached", stop)
+    monkeypatch.setattr(turn, "reached", stopping("revert", stop))
     with pytest.raises(RuntimeError, match="stopped"):
         engine.revert(tables, KEY, to_txn=s1)
-    monkeypatch.setattr(revert, "_reached", lambda name: None)
+    monkeypatch.setattr(turn, "reached", lambda operation, point: None)
     new_process(monkeypatch)
     n = s2 + 1
     if (point, nth) != ("committed", 2):

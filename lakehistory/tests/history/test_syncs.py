@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from engine_case import Engine
+from engine_case import Engine, stopping
 from sync_case import (
     COLUMNS,
     batch,
@@ -27,8 +27,8 @@ from sync_case import (
 )
 
 from lakehistory.command.commands import Inspector
-from lakehistory.history import apply, ledger, records, transactions
-from lakehistory.history.apply import HistoryError
+from lakehistory.errors import HistoryError
+from lakehistory.history import ledger, records, transactions, turn
 from lakehistory.landing.batch import Sync
 from lakehistory.landing.spec import BatchError
 from lakehistory.landing.syncs import SyncOf, gather, parse_sidecar
@@ -269,7 +269,7 @@ def uninterrupted(engine: Engine) -> dict[str, list[tuple]]:
     ("point", "which"),
     [
         pytest.param(point, 0, id=point, marks=[] if point in ("reserved", "committed") else [pytest.mark.slow])
-        for point in apply.STOP_POINTS
+        for point in turn.STOP_POINTS
     ]
     + [pytest.param("committed", 1, id="committed_in_the_second_table")],
 )
@@ -290,10 +290,10 @@ def test_a_sync_stopped_anywhere_and_run_again_converges(
         engine.stage(table, COLUMNS, ["id"], f"{prefix}-1", run_tables=tables if i == 0 else ())
     if which == 1:
         engine.apply_staged(tables[0], COLUMNS, ["id"], invocation_id=f"{prefix}-1", history_tables=tables)
-    monkeypatch.setattr(apply, "_reached", stop)
+    monkeypatch.setattr(turn, "reached", stopping("apply", stop))
     with pytest.raises(RuntimeError, match="stopped"):
         engine.apply_staged(tables[which], COLUMNS, ["id"], invocation_id=f"{prefix}-1", history_tables=tables)
-    monkeypatch.setattr(apply, "_reached", lambda name: None)
+    monkeypatch.setattr(turn, "reached", lambda operation, point: None)
     new_process(monkeypatch)  # its lock's row says whether the stopped run left a commit unrecorded
     run(engine, tables, f"{prefix}-2")
     got = ids_by_sync(engine, prefix)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakehistory.history.table import HistoryError, Versioning
+from lakehistory.errors import HistoryError
+from lakehistory.history.table import Versioning
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+from engine_case import stopping
 from history_case import HistoryCase, T, batch, version
 
 from harness import DbtProject, copy_project, transaction_rows, unique_schema
-from lakehistory.history import apply, ledger
+from lakehistory.history import ledger, turn
 from lakehistory.history import lock as lock_module
 from lakehistory.history.statements import SESSION_DELTA_VERSION, SESSION_STARTED_AT, SESSION_TXN_ID, run_transaction
 from lakehistory.history.transactions import column_list, ensure_transactions_table
@@ -259,7 +260,7 @@ def test_a_run_paused_past_its_lease_stops_before_its_commit(
             for held in lock_module._held.values():
                 held.renewed -= lock_module.LEASE_SECONDS
 
-    monkeypatch.setattr(apply, "_reached", pause)
+    monkeypatch.setattr(turn, "reached", stopping("apply", pause))
     error = case.run_fails()
     assert "past its lease" in error, error
     assert case.physical_rows() == before and len(case.transactions()) == 1

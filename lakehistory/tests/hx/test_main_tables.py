@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_case import OPEN
+from engine_case import OPEN, stopping
 
 from harness import REPO_ROOT, DbtProject, unique_schema
-from lakehistory.history import apply, lock
+from lakehistory.history import lock, turn
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.landing.write import write_batch
 from lakehistory.names import EARLIEST, END, START
@@ -426,9 +426,9 @@ def test_a_run_stopped_while_it_applies_an_edit_and_run_again_records_it_once(
             if name == point:
                 raise StoppedError(name)
 
-        monkeypatch.setattr(apply, "_reached", stop)
+        monkeypatch.setattr(turn, "reached", stopping("apply", stop))
         shop.run_fails("run", "--select", "orders_history")
-        monkeypatch.setattr(apply, "_reached", lambda name: None)
+        monkeypatch.setattr(turn, "reached", lambda operation, point: None)
         monkeypatch.setattr(lock, "unrecorded", {})  # a new process: no memory of the stopped run
         shop.run_ok("run")
         assert [e[:2] for e in edits(shop) if e[1] == edited] == [("mia", edited)], point

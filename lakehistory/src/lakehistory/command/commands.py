@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.command.render import table
+from lakehistory.errors import LakehistoryError
 from lakehistory.history.transactions import syncs_relation
 from lakehistory.landing.extracts import captured_day, extract_days
 from lakehistory.landing.manifests import read_landed
@@ -30,7 +31,7 @@ COMMANDS = ("status", "log", "timeline", "diff", "as-of", "tags")
 VERSION_VIEW = "__lakehistory_inspect_{name}"
 
 
-class InspectError(ValueError):
+class InspectError(LakehistoryError, ValueError):
     """A request the project cannot answer (an unknown table, a key of the wrong length, ...)."""
 
 

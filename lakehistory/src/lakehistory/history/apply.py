@@ -34,7 +34,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakehistory.history import ledger, lock, plan, records
+from lakehistory.errors import HistoryError
+from lakehistory.history import ledger, lock, plan, records, turn
 from lakehistory.history.group import (
     SKIP_EMPTY_COMMITS,
     Batch,
@@ -50,7 +51,6 @@ from lakehistory.history.layout import Layout
 from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.staged import settings_for, staged_batches
 from lakehistory.history.table import (
-    HistoryError,
     Versioning,
     add_new_columns,
     columns_to_change,
@@ -59,17 +59,12 @@ from lakehistory.history.table import (
 )
 from lakehistory.history.writer import Writer
 
-__all__ = ["HistoryError", "apply_pending"]
+# An apply passes every point of the writer's turn (turn.STOP_POINTS); these once per group.
+GROUP_STOP_POINTS = ("computed", "committed", "recorded")
 
 
-# The points between the statements of a run where a stop (a killed process, a lost connection)
-# leaves the tables in a different state. Tests stop a run at each in turn and run it again.
-STOP_POINTS = ("columns_added", "recovered", "reserved", "computed", "committed", "recorded")
-GROUP_STOP_POINTS = ("computed", "committed", "recorded")  # once per group
-
-
-def _reached(point: str) -> None:
-    """A named point of the run (see STOP_POINTS); nothing happens here."""
+def _stop(point: str) -> None:
+    turn.reached("apply", point)  # a point the record passes (records.record_commits)
 
 
 @dataclass
@@ -120,12 +115,12 @@ def apply_pending(
                 create_table(own, target, layout, versioning)
             else:
                 add_new_columns(own, target, layout)
-            _reached("columns_added")
+            turn.reached("apply", "columns_added")
             outcome = Outcome()
             try:
                 latest = early.latest if early is not None and early.hold == writer.hold() else None
                 state, recovered = writer.recover(own, target, latest)
-                _reached("recovered")
+                turn.reached("apply", "recovered")
                 if not exists and state.history_last_id:
                     raise HistoryError(_dropped_message(target, state))
                 recovered |= writer.recovered_batches()
@@ -135,7 +130,7 @@ def apply_pending(
                 planned, state = plan.transactions_of(own, writer, target, applicable, state)
                 for txn_id, started_at, _ in planned:
                     versioning.refuse_past_open_end(txn_id, started_at, target)
-                _reached("reserved")
+                turn.reached("apply", "reserved")
                 at = 0
                 while at < len(applicable):
                     group = applicable[at : _group_end(applicable, at, max_batches_per_commit)]
@@ -315,7 +310,7 @@ def _apply_group(
         n, changes = len(computed[0]), computed[1]
     else:
         n, changes = _changes_of(spark, target, staged, layout, versions, group)
-    _reached("computed")
+    turn.reached("apply", "computed")
     txns = [
         ledger.Txn(
             txn_id=txn_id,
@@ -351,13 +346,13 @@ def _apply_group(
                     write_group(spark, target, layout, versions, version, changes, group[:n])
                     commit = own_commit(spark, target, txns)
                 waiting = records.wait(writer.transactions, target, commit)
-            writer.record_waiting(spark, waiting, stop=_reached)
+            writer.record_waiting(spark, waiting, stop=_stop)
         else:
             with metadata:
                 write_group(spark, target, layout, versions, version, changes, group[:n])
                 commit = own_commit(spark, target, txns)
-            writer.record(spark, [(target, commit)], stop=_reached)
-    _reached("recorded")
+            writer.record(spark, [(target, commit)], stop=_stop)
+    turn.reached("apply", "recorded")
     outcome.batches += n
     outcome.groups += 1
     outcome.transactions += [t.txn_id for t in txns]

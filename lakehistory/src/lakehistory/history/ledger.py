@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
+from lakehistory.errors import LakehistoryError
 from lakehistory.history import lock
 from lakehistory.history.session import session_conf
 from lakehistory.history.transactions import (
@@ -68,11 +69,11 @@ _ROW_SCHEMA = StructType(
 )
 
 
-class LedgerError(RuntimeError):
+class LedgerError(LakehistoryError, RuntimeError):
     """The history table and the transactions table disagree in a way no rerun can repair."""
 
 
-class TransactionTakenError(RuntimeError):
+class TransactionTakenError(LakehistoryError, RuntimeError):
     """A transaction id this run took is recorded by another writer: this run lost the writer lock."""
 
 

@@ -53,8 +53,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from lakehistory.errors import HistoryError
 from lakehistory.history.session import writer_turn
-from lakehistory.history.table import HistoryError
 from lakehistory.history.transactions import create_if_missing
 from lakehistory.invocation import say
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from lakehistory.errors import HistoryError
 from lakehistory.history import ledger, syncs
 from lakehistory.history.group import Batch
-from lakehistory.history.table import HistoryError
 from lakehistory.history.writer import Recovered, Writer
 from lakehistory.invocation import say
 from lakehistory.landing import run_reads

@@ -40,7 +40,7 @@ def record_commits(
     stop: Callable[[str], None],
 ) -> None:
     """Record the transactions the `commits` (history table, commit) carry, in one statement,
-    after the named point "committed" (`stop`, see apply.STOP_POINTS). Should either fail, the next
+    after the named point "committed" (`stop`, see turn.STOP_POINTS). Should either fail, the next
     writer of this process records them first."""
     try:
         stop("committed")

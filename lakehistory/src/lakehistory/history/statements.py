@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, lock, records, syncs
+from lakehistory.errors import HistoryError
+from lakehistory.history import ledger, lock, records, syncs, turn
 from lakehistory.history.plan import refuse_during_stopped_revert
-from lakehistory.history.session import own_session, session_conf
-from lakehistory.history.table import HistoryError
+from lakehistory.history.session import session_conf
 from lakehistory.history.transactions import COLUMNS
 from lakehistory.history.writer import Writer
 from lakehistory.landing import extracts, run_reads
@@ -48,8 +48,9 @@ def run_transaction(
     Session variables because Delta's statements bind no SQL parameters; the values set are
     numbers and a time this function makes."""
     transactions = writer.transactions
-    with writer.holding(spark), own_session(spark) as spark:
-        state = writer.recover_every(spark, versioned)
+    with turn.taking(spark, writer, "capture" if capture_of else "cleanup") as my:
+        spark = my.spark
+        state = my.recover_every(versioned)
         refuse_during_stopped_revert(spark, transactions, versioned, state)
         if capture_of is None and (owed := syncs.owed(spark, transactions, versioned, state)):
             raise HistoryError(syncs.owed_message("cleanup", versioned, owed))

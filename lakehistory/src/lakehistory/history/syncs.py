@@ -31,9 +31,9 @@ from dataclasses import dataclass, replace
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from lakehistory.errors import HistoryError
 from lakehistory.history import ledger, lock
 from lakehistory.history.session import session_conf
-from lakehistory.history.table import HistoryError
 from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, SYNCS_COLUMNS, syncs_relation
 from lakehistory.landing.syncs import SyncOf
 from lakehistory.sql import lit, q

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructField
 
+from lakehistory.errors import HistoryError
 from lakehistory.history.layout import Layout
 from lakehistory.history.rules import SYSTEM
 from lakehistory.history.transactions import create_if_missing
@@ -31,10 +32,6 @@ from lakehistory.sql import cols, q
 # Delta stores a column whose name holds one of these only with column mapping by name.
 MAPPED_NAME_CHARACTERS = frozenset(" ,;{}()\n\t=")
 COLUMN_MAPPING = "'delta.columnMapping.mode' = 'name'"
-
-
-class HistoryError(RuntimeError):
-    """A batch the rules cannot apply, or a model the strategy cannot serve."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
+from lakehistory.errors import LakehistoryError
 from lakehistory.invocation import Invocation
 from lakehistory.landing.folders import hadoop_filesystem
 from lakehistory.landing.spec import first_line
@@ -111,7 +112,7 @@ def syncs_relation(transactions: str) -> str:
     return beside(transactions, "syncs")
 
 
-class TransactionsLayoutError(RuntimeError):
+class TransactionsLayoutError(LakehistoryError, RuntimeError):
     """The transactions table was made by another layout: new rows cannot go into it."""
 
 

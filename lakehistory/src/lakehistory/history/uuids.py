@@ -10,12 +10,14 @@ say 4 (`0100`), which is what is written. The macro `naksha_uuid` returns this s
 
 from __future__ import annotations
 
+from lakehistory.errors import LakehistoryError
+
 TRANSACTION = 0
 FEATURE_STATE = 1
 DATABASE_ID_BITS = 40
 
 
-class DatabaseIdError(ValueError):
+class DatabaseIdError(LakehistoryError, ValueError):
     pass
 
 

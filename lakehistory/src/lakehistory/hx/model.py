@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lakehistory.errors import LakehistoryError
 from lakehistory.names import DELETED, MOD_TIME, MOD_USER, TXN_ID, hx_id
 from lakehistory.sql import q
 
 
-class HxError(ValueError):
+class HxError(LakehistoryError, ValueError):
     """An `_hx` model that cannot be built as configured."""
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakehistory.errors import LakehistoryError
 from lakehistory.invocation import Invocation
 from lakehistory.names import EXTRACTED_AT, EXTRACTED_BY, ReservedNameError, refuse_reserved
 from lakehistory.sql import q
@@ -32,7 +33,7 @@ from .spec import BatchError, first_line
 from .syncs import SyncOf, parse_sidecar
 
 
-class ExtractError(ValueError):
+class ExtractError(LakehistoryError, ValueError):
     pass
 
 

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from lakehistory.errors import LakehistoryError
 from lakehistory.sql import q
 
 
@@ -50,7 +51,7 @@ def literal_path(name: str) -> str:
     return "".join("\\" + c if c in GLOB_CHARACTERS else c for c in name)
 
 
-class UnreadableFileError(Exception):
+class UnreadableFileError(LakehistoryError):
     """A file Spark cannot read; `file` says which."""
 
     def __init__(self, file: LandedFile, cause: Exception) -> None:

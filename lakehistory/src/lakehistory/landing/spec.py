@@ -10,6 +10,7 @@ from typing import Any
 
 from pyspark.sql.types import ArrayType, DataType, LongType, StructField, StructType
 
+from lakehistory.errors import LakehistoryError
 from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED, ReservedNameError, refuse_reserved
 
 from .batch import Column
@@ -70,7 +71,7 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
 INTEGER_TYPES = {"tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte"}
 
 
-class BatchError(ValueError):
+class BatchError(LakehistoryError, ValueError):
     """Bad input in a landed batch. Nothing of the run has been applied."""
 
 

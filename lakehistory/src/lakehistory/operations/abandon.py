@@ -28,9 +28,8 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, lock
-from lakehistory.history.session import own_session
-from lakehistory.history.table import HistoryError
+from lakehistory.errors import HistoryError
+from lakehistory.history import ledger, lock, turn
 from lakehistory.history.transactions import ABANDON, COLUMNS, OPERATION_SYNC_PREFIX, syncs_relation
 from lakehistory.history.writer import Writer
 
@@ -49,8 +48,9 @@ def abandon_sync(
     applied it and those that had not, and whether it was given up already."""
     transactions = writer.transactions
     table = syncs_relation(transactions)
-    with writer.holding(spark), own_session(spark) as spark:
-        writer.recover_every(spark, table)
+    with turn.taking(spark, writer, "abandon") as my:
+        spark = my.spark
+        my.recover_every(table)
         found = _sync(spark, transactions, sync_id)
         if found is None:
             raise HistoryError(

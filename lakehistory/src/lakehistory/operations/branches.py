@@ -44,10 +44,11 @@ from typing import Any
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, lock, records, syncs
+from lakehistory.errors import HistoryError
+from lakehistory.history import ledger, lock, syncs, turn
 from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
-from lakehistory.history.session import own_session, session_conf
-from lakehistory.history.table import HistoryError, Versioning
+from lakehistory.history.session import session_conf
+from lakehistory.history.table import Versioning
 from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, beside, syncs_relation
 from lakehistory.history.writer import Writer
 from lakehistory.names import VALID_FROM, VALID_TO
@@ -63,12 +64,6 @@ OWNER = "lakehistory_branch_of"
 PUBLISH_VIEW = "__lh_publish"
 # a transaction's start as text in the session's time zone (UTC), as the syncs table gives it
 _TEXT = "yyyy-MM-dd HH:mm:ss.SSS"
-# The points between a publish's statements where a stop leaves the tables in a different state.
-STOP_POINTS = ("reserved", "committed", "recorded")
-
-
-def _reached(point: str) -> None:
-    """A named point of the publish (see STOP_POINTS); nothing happens here."""
 
 
 @dataclass(frozen=True)
@@ -178,9 +173,10 @@ def create(
             f" {branch.name})"
         )
     chosen = [Table.of(dict(t)) for t in tables]
-    with writer.holding(spark), own_session(spark) as spark:
+    with turn.taking(spark, writer, "create_branch") as my:
+        spark = my.spark
         # a commit a stopped run left unrecorded is on record before the fork's versions are read
-        writer.recover_every(spark, transactions)
+        my.recover_every(transactions)
         log = spark.table(transactions)
         last = log.agg(F.max("txn_id")).collect()[0][0] or 0
         if fork < 0 or fork > last:
@@ -260,7 +256,8 @@ def drop(spark: SparkSession, writer: Writer, branch: Branch, schema: str) -> bo
     and one whose publish is reserved and not complete (asked again, it completes)."""
     if not spark.catalog.databaseExists(schema):
         return False
-    with writer.holding(spark), own_session(spark) as spark:
+    with turn.taking(spark, writer, "drop_branch") as my:
+        spark = my.spark
         _refuse_foreign(spark, branch, schema, writer.transactions, "drop")
         _refuse_children(spark, branch, schema, "drop of")
         _refuse_stopped_publish(spark, writer.transactions, branch, (owner(spark, schema) or {}).get("id"), "drop of")
@@ -290,8 +287,8 @@ def _recover_branch(spark: SparkSession, writer: Writer, branch: Branch, tables:
         invocation=writer.invocation,
         wait_seconds=writer.wait_seconds,
     )
-    with own.holding(spark):
-        own.recover_every(spark, branch.transactions)
+    with turn.taking(spark, own, "recover") as mine:
+        mine.recover_every(branch.transactions)
 
 
 def _branch_rows(spark: SparkSession, branch: Branch, fork: int) -> list[Row]:
@@ -407,14 +404,13 @@ def publish(
         {"operation": "publish_branch", "name": branch.name, syncs.PRIVATE + "branch": described.get("id")}
     )
     transactions = writer.transactions
-    with writer.holding(spark), own_session(spark) as spark:
+    with turn.taking(spark, writer, "publish_branch", request) as my:
+        spark = my.spark
         _refuse_children(spark, branch, schema, "publish of")
         _recover_branch(spark, writer, branch, by_branch.values())
         rows = _branch_rows(spark, branch, fork)
-        found = syncs.operations(spark, transactions, request)
-        stopped = next((o for o in found if o.waiting), None)
-        if stopped is not None and stopped.request != request:
-            raise HistoryError(stopped.stopped_message())
+        found = my.operations()
+        stopped = my.stopped(found)
         # recorded by every table, then stopped before the branch was dropped (an earlier branch
         # of the same name was published before this one's fork)
         done = next((o for o in found if not o.waiting and o.reserved.txn_id > fork), None)
@@ -422,33 +418,24 @@ def publish(
             _drop_schema(spark, schema, branch)
             return {"transaction": done.reserved.txn_id, "tables": {}, "already_done": True}
         changed = [by_branch[t] for t in dict.fromkeys(r.history_table for r in rows) if t in by_branch]
-        for table in changed:
-            writer.recover(spark, table.target)
-        states = ledger.recorded_for(spark, transactions, [t.target for t in changed])
+        states = my.recover([t.target for t in changed])
         if stopped is None:
             _check_publishable(spark, transactions, branch, schema, by_branch, fork, rows)
-            who = author or spark.sql("select current_user()").collect()[0][0]
-            first = states[changed[0].target]
-            reservation, _ = syncs.reserve_operation(
-                spark, transactions, "publish_branch", [t.target for t in changed], who, request, first
-            )
+            reservation = my.reserve([t.target for t in changed], author, states[changed[0].target])
             todo = changed
         else:
             reservation = stopped
             todo = [t for t in changed if t.target in stopped.waiting]
-        _reached("reserved")
         counts: dict[str, tuple[int, int]] = {}
-        commits = []
-        with records.committing([t.target for t in todo]):
-            for table in todo:
-                of_table = [r for r in rows if r.history_table == table.branch]
-                commit, counts[table.model] = _publish_table(
-                    spark, table, versioning, at, of_table, reservation, branch
-                )
-                commits.append((table.target, commit))
-                _reached("committed")
-            writer.record(spark, commits, stop=lambda point: None)
-        _reached("recorded")
+        of_target = {t.target: t for t in todo}
+
+        def published(target: str) -> ledger.Commit:
+            table = of_target[target]
+            of_table = [r for r in rows if r.history_table == table.branch]
+            commit, counts[table.model] = _publish_table(spark, table, versioning, at, of_table, reservation, branch)
+            return commit
+
+        my.commit([t.target for t in todo], published)
         txn_id = reservation.reserved.txn_id
         _drop_schema(spark, schema, branch)
     return {

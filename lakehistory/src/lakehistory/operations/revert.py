@@ -33,10 +33,11 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import ledger, lock, records, syncs
+from lakehistory.errors import HistoryError
+from lakehistory.history import ledger, lock, syncs, turn
 from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
-from lakehistory.history.session import own_session, session_conf
-from lakehistory.history.table import HistoryError, Versioning
+from lakehistory.history.session import session_conf
+from lakehistory.history.table import Versioning
 from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, syncs_relation
 from lakehistory.history.writer import Writer
 from lakehistory.names import VALID_FROM, VALID_TO
@@ -45,13 +46,6 @@ from lakehistory.sql import cols, q, same_key
 REVERT_VIEW = "`__lh_revert`"
 CHOSEN_VIEW = "`__lh_rewind_keys`"
 SYSTEM_TIME = (VALID_FROM, VALID_TO)
-# The points between a revert's statements where a stop leaves the tables in a different state
-# ("committed": once per table). Tests stop a revert at each in turn and ask it again.
-STOP_POINTS = ("reserved", "committed", "recorded")
-
-
-def _reached(point: str) -> None:
-    """A named point of the revert (see STOP_POINTS); nothing happens here."""
 
 
 @dataclass(frozen=True)
@@ -115,10 +109,9 @@ def revert(
     asked = int(to_txn if undo_txn is None else undo_txn)  # type: ignore[arg-type]
     request = _request(operation, asked, [t.model for t in asked_for] if named else None, chosen_keys)
     transactions = writer.transactions
-    with writer.holding(spark), own_session(spark) as spark:
-        for table in asked_for:
-            writer.recover(spark, table.target)
-        states = ledger.recorded_for(spark, transactions, [t.target for t in asked_for])
+    with turn.taking(spark, writer, operation, request) as my:
+        spark = my.spark
+        states = my.recover([t.target for t in asked_for])
         last_id = max(s.last_id for s in states.values())
         log = spark.table(transactions)
         # the start as text in the session's time zone (UTC), not in the Python process's
@@ -131,10 +124,8 @@ def revert(
             rows = [r for r in rows if r.operation != ABANDON]
             if not rows:
                 raise HistoryError(f"undo: transaction {asked} is a sync given up before any table applied it")
-        found = syncs.operations(spark, transactions, request)
-        stopped = next((o for o in found if o.waiting), None)
-        if stopped is not None and stopped.request != request:
-            raise HistoryError(stopped.stopped_message())
+        found = my.operations()
+        stopped = my.stopped(found)
         done = next((o for o in reversed(found) if not o.waiting), None)
         if stopped is None and done is not None and _still_last(done, states):
             return _outcome(done.reserved.txn_id, {}, [], already=True)
@@ -152,25 +143,20 @@ def revert(
             changing = [t for t in todo if counts[t.target] != (0, 0)]
             if not changing:
                 return _outcome(None, {}, left)
-            who = author or spark.sql("select current_user()").collect()[0][0]
-            reservation, _ = syncs.reserve_operation(
-                spark, transactions, operation, [t.target for t in changing], who, request, states[changing[0].target]
-            )
+            reservation = my.reserve([t.target for t in changing], author, states[changing[0].target])
             todo = changing
         else:
             reservation = stopped
-        _reached("reserved")
         by_table = {r.history_table: r for r in rows}
         sources = _source_tables(log, [t.target for t in todo])
-        commits = []
-        with records.committing([t.target for t in todo]):
-            for table in todo:
-                undone = by_table.get(table.target)
-                new = _txn(table, counts[table.target], reservation, undone, sources, operation, asked, chosen_keys)
-                commits.append((table.target, _merge(spark, table, versioning, frames[table.target], new)))
-                _reached("committed")
-            writer.record(spark, commits, stop=lambda point: None)
-        _reached("recorded")
+        of_target = {t.target: t for t in todo}
+
+        def merged(target: str) -> ledger.Commit:
+            table = of_target[target]
+            new = _txn(table, counts[target], reservation, by_table.get(target), sources, operation, asked, chosen_keys)
+            return _merge(spark, table, versioning, frames[target], new)
+
+        my.commit([t.target for t in todo], merged)
         txn_id = reservation.reserved.txn_id
         return _outcome(txn_id, {t.model: counts[t.target] for t in todo}, left)
 

@@ -19,9 +19,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehistory.history import lock
-from lakehistory.history.session import own_session
-from lakehistory.history.table import HistoryError
+from lakehistory.errors import HistoryError
+from lakehistory.history import lock, turn
 from lakehistory.history.transactions import Field, beside, create_if_missing, create_sql
 from lakehistory.history.writer import Writer
 
@@ -69,7 +68,8 @@ def tag(
         )
     transactions = writer.transactions
     relation = tags_relation(transactions)
-    with writer.holding(spark), own_session(spark) as spark:
+    with turn.taking(spark, writer, "tag") as my:
+        spark = my.spark
         ensure_tags_table(spark, transactions)
         log = spark.table(transactions)
         found = log.where(F.col("txn_id") == F.lit(txn_id)).select("started_at").limit(1).collect()
@@ -118,7 +118,8 @@ def drop_tag(spark: SparkSession, writer: Writer, name: str) -> bool:
     relation = tags_relation(writer.transactions)
     if not spark.catalog.tableExists(relation.replace("`", "")):
         return False
-    with writer.holding(spark), own_session(spark) as spark:
+    with turn.taking(spark, writer, "drop_tag") as my:
+        spark = my.spark
         if not spark.table(relation).where(F.col("tag") == F.lit(name)).limit(1).collect():
             return False
         lock.check_held()
