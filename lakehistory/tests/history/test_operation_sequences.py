@@ -1,16 +1,17 @@
 """Whole sequences of operations from a seed, on the engine alone, against a reference model: batches
-landed and applied per table (a `dbt run --select` each), runs killed at any stop point of the
-apply and run again, a branch created, run, published (or its publish killed at any stop point,
-then asked again or given up after its branch was dropped by hand) and dropped, reverts of one
-table. After every step each table of main and of the branch holds what the reference says, ids
-are gap-free, no batch is recorded twice, and no operation holds a table (the cut is never stuck).
+landed and applied per table (a `dbt run --select` each), runs killed at any stop point of the apply
+and run again, a branch created, run, published (or its publish killed at any stop point, then asked
+again or given up after its branch was dropped by hand) and dropped, reverts of one table (killed at
+any stop point of the writer's turn, then asked again or given up). After every step each table of
+main and of the branch holds what the reference says, ids are gap-free, no batch is recorded twice,
+and no operation holds a table (the cut is never stuck).
 
 The reference is written from the rules, not from the product: a batch gives its keys its names
 (each batch is dated after the last, so it restates them); main applies every landed batch of a
 table it has not applied, in order; a branch starts as main at its fork; a publish gives main the
 tables the branch changed, as the branch has them, unless main changed one of them after the fork
-(refused, nothing changed); a publish given up keeps what its tables had committed; a revert
-gives a table what it held after the transaction named."""
+(refused, nothing changed); a publish or a revert given up keeps what its tables had committed; a
+revert gives a table what it held after the transaction named."""
 
 from __future__ import annotations
 
@@ -154,12 +155,30 @@ class Operations:
         assert drop(self.main, "seq")
         self.branch = None
 
-    def revert(self) -> None:
+    def revert(self, monkeypatch: pytest.MonkeyPatch) -> None:
         table = self.rng.choice(TABLES)
         to = self.rng.choice(sorted(self.after))
-        self.log.append(f"revert {table} to {to}")
-        self.main.revert([table], ["id"], to_txn=to)
-        self.held.names[table] = dict(self.after[to].names[table])
+        point = self.rng.choice([None, None, *turn.OPERATION_STOP_POINTS])
+        self.log.append(f"revert {table} to {to}" + (f" killed at {point}" if point else ""))
+        wanted = dict(self.after[to].names[table])
+        if point is not None:
+            with monkeypatch.context() as patched:
+                patched.setattr(turn, "reached", stopping("revert", _stop_at(point)))
+                with contextlib.suppress(StoppedError):  # a revert with nothing to change reserves nothing
+                    self.main.revert([table], ["id"], to_txn=to)
+            new_process(monkeypatch)
+            self.main.new_process()
+            spark, log = self.main.project.spark, self.main.transactions
+            stopped = [o for o in syncs.operations(spark, log) if o.waiting]
+            if stopped and self.rng.random() < 0.5:
+                self.log.append("revert given up")
+                abandon.abandon_sync(spark, self.main.writer(history_tables=TABLES), stopped[0].reserved.sync.id)
+                if point != "committed":  # else its one table had committed it: recorded, it is whole
+                    wanted = self.held.names[table]
+                self.held.names[table] = dict(wanted)
+                return
+        self.main.revert([table], ["id"], to_txn=to)  # a revert stopped is asked again
+        self.held.names[table] = wanted
 
     # --- the checks -------------------------------------------------------------------------------
 
@@ -224,7 +243,7 @@ def test_random_sequences_of_operations_keep_every_table_as_the_reference_says(
         case.applies(case.held, table)
     case.check()
     for _ in range(STEPS):
-        steps = [case.land, case.land, lambda: case.apply(monkeypatch), case.revert]
+        steps = [case.land, case.land, lambda: case.apply(monkeypatch), lambda: case.revert(monkeypatch)]
         if case.branch is None:
             steps += [case.create_branch]
         else:
