@@ -2,9 +2,9 @@
 landed and applied per table (a `dbt run --select` each), runs killed at any stop point of the apply
 and run again, a branch created, run, published (or its publish killed at any stop point, then asked
 again or given up after its branch was dropped by hand) and dropped, reverts of one table (killed at
-any stop point of the writer's turn, then asked again or given up). After every step each table of
-main and of the branch holds what the reference says, ids are gap-free, no batch is recorded twice,
-and no operation holds a table (the cut is never stuck).
+any stop point of the writer's turn, then asked again or given up), OPTIMIZE and VACUUM of main.
+After every step each table of main and of the branch holds what the reference says, ids are gap-
+free, no batch is recorded twice, and no operation holds a table (the cut is never stuck).
 
 The reference is written from the rules, not from the product: a batch gives its keys its names
 (each batch is dated after the last, so it restates them); main applies every landed batch of a
@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from branch_case import TABLES, create, current, drop, lakehouse, land, on_branch, publish
+from branch_case import TABLES, branch_of, create, current, drop, lakehouse, land, on_branch, publish, tables_of
 from engine_case import Engine, stopping
 from sync_case import COLUMNS, new_process
 
 from lakehistory.errors import HistoryError
 from lakehistory.history import syncs, turn
-from lakehistory.operations import abandon
+from lakehistory.history.session import session_conf
+from lakehistory.operations import abandon, branches
 
 STEPS = 16
 
@@ -142,6 +143,33 @@ class Operations:
             self.published(self.branch_changed[:1] if point == "committed" else [])
         self.branch = None
 
+    def maintain(self) -> None:
+        """OPTIMIZE and VACUUM (no retention) of a main table, as the docs recommend; a branch whose
+        clone read a file it removed is refused before its publish reserves anything, and dropped."""
+        table = self.rng.choice(TABLES)
+        self.log.append(f"optimize and vacuum {table}")
+        spark = self.main.project.spark
+        spark.sql(f"optimize {self.main.target(table)}")
+        with session_conf(spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
+            spark.sql(f"vacuum {self.main.target(table)} retain 0 hours")
+        if self.branch is None:
+            return
+        on = on_branch(self.main, "seq")
+        gone = [t for t in TABLES if branches.unreadable(spark, on.target(t), self.main.target(t))]
+        if not gone:
+            return
+        self.log.append(f"the branch reads files the VACUUM removed ({gone}): dropped")
+        if set(gone) & set(self.branch_changed):  # what a publish would read: refused, nothing reserved
+            schema = f"{self.main.project.schema}__seq"
+            found = [(branch_of(self.main, "seq"), schema, tables_of(self.main, "seq"))]
+            (shown,) = branches.listed(spark, self.main.writer(history_tables=TABLES), found)
+            assert "removed by a VACUUM" in shown["reason"], shown
+            last = last_id(self.main)
+            with pytest.raises(HistoryError, match="cannot be read"):
+                publish(self.main, "seq")
+            assert last_id(self.main) == last
+        self.drop_branch()
+
     def published(self, tables: list[str], dropped: bool = True) -> None:
         assert self.branch is not None
         for table in tables:
@@ -244,6 +272,7 @@ def test_random_sequences_of_operations_keep_every_table_as_the_reference_says(
     case.check()
     for _ in range(STEPS):
         steps = [case.land, case.land, lambda: case.apply(monkeypatch), lambda: case.revert(monkeypatch)]
+        steps += [case.maintain]
         if case.branch is None:
             steps += [case.create_branch]
         else:
