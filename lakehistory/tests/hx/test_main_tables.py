@@ -433,3 +433,20 @@ def test_a_run_stopped_while_it_applies_an_edit_and_run_again_records_it_once(
         shop.run_ok("run")
         assert [e[:2] for e in edits(shop) if e[1] == edited] == [("mia", edited)], point
         assert main_rows(shop)[7][1:3] == (f"8.{cents}", "mia"), point
+
+
+def test_the_edits_of_a_main_table_made_anew_are_read_from_its_first_version(shop: DbtProject) -> None:
+    """The main table dropped and built again: its Delta versions start again at 0, below the
+    last edit its history table recorded of the old one; the new one's edits are read all the same."""
+    key = min(main_rows(shop))
+    totals = [f"update {{schema}}.orders set total = {10 + n}.00 where order_id = {key}" for n in range(6)]
+    as_person(shop, "hana", *totals)
+    shop.run_ok("run")
+    last = edits(shop)[-1][1]
+    shop.spark.sql(f"drop table `{shop.schema}`.orders")
+    shop.run_ok("run", "--select", "orders")
+    edited = as_person(shop, "gil", f"update {{schema}}.orders set total = 41.00 where order_id = {key}")
+    assert edited <= last, "the new table's edit has a version the old table's edits passed"
+    shop.run_ok("run")
+    assert edits(shop)[-1][:2] == ("gil", edited)
+    assert main_rows(shop)[key][1:3] == ("41.00", "gil")

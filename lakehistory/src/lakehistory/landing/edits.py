@@ -21,8 +21,11 @@ start later (a source that dates a change ahead), so that they stay after it; an
 its edits among its landed batches by their times (`placed`).
 
 The main table's Delta version is the batch's sequence (`batch_sequence` in the transactions
-table): the next run reads the commits after the last one its history table recorded, so an edit
-made while a run applies is read by the next one. The product marks its own commits of the main
+table), and its batch id names the table's Delta id and version (`edit:<id>:<version>`): the next
+run reads the commits after the last one its history table recorded of that same table, so an
+edit made while a run applies is read by the next one, and a main table dropped and built again
+(its versions start again at 0) has every edit of its own read. Commits not read yet whose log or
+change data files Delta removed are refused, naming the versions. The product marks its own commits of the main
 table (`own_commit_metadata`) and never reads them as edits.
 """
 
@@ -38,6 +41,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from lakehistory.errors import HistoryError
 from lakehistory.invocation import say
 from lakehistory.names import ACTIVE, EARLIEST, END, START, SYNCED
 from lakehistory.sql import lit, q
@@ -96,19 +100,36 @@ class EditCommit:
     author: str | None
     app_id: str | None
     commit_message: str
+    table_id: str  # the main table's Delta id: a table made anew under the same name has another
 
     @property
     def batch_id(self) -> str:
-        return f"{EDIT_BATCH_PREFIX}{self.version}"
+        return f"{EDIT_BATCH_PREFIX}{self.table_id}:{self.version}"
 
 
-def edit_commits(spark: SparkSession, main: str, after: int | None) -> list[EditCommit]:
-    """The commits of `main` after Delta version `after` that may change rows and that lakehistory
-    did not make, oldest first; none when the table does not exist. The author is the commit's
-    userMetadata (its text, or the `author` of a JSON object), else its userName (which OSS Delta
-    leaves empty); the application is the JSON's `app_id`, else the engine that committed."""
+def read_after(last_edit: str | None, table_id: str) -> int | None:
+    """The main table's Delta version whose commits are read already, from the batch id of the
+    last edit its history table recorded (`edit:<table id>:<version>`; `edit:<version>` before
+    the id was recorded, of the same table): None when none was, or when it was a commit of a
+    table that has been made anew since (the new one's versions start again at 0)."""
+    if last_edit is None:
+        return None
+    parts = last_edit.removeprefix(EDIT_BATCH_PREFIX).split(":")
+    recorded_id, version = (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+    return int(version) if recorded_id in (None, table_id) else None
+
+
+def edit_commits(spark: SparkSession, main: str, last_edit: str | None) -> list[EditCommit]:
+    """The commits of `main` after the last edit its history table recorded (`last_edit`, its
+    batch id: read_after) that may change rows and that lakehistory did not make, oldest first;
+    none when the table does not exist. The author is the commit's userMetadata (its text, or the
+    `author` of a JSON object), else its userName (which OSS Delta leaves empty); the application
+    is the JSON's `app_id`, else the engine that committed. Refused: commits not read yet whose
+    log Delta removed (its log retention), naming the versions."""
     if not spark.catalog.tableExists(main.replace("`", "")):
         return []
+    table_id = str(spark.sql(f"describe detail {main}").select("id").collect()[0][0])  # one row
+    after = read_after(last_edit, table_id)
     history = spark.sql(f"describe history {main}")
     if after is not None:
         history = history.where(F.col("version") > F.lit(after))
@@ -127,9 +148,23 @@ def edit_commits(spark: SparkSession, main: str, after: int | None) -> list[Edit
                 author=None if author is None else str(author),
                 app_id=str(meta.get("app_id") or r.engineInfo or "") or None,
                 commit_message=str(message),
+                table_id=table_id,
             )
         )
-    return sorted(found, key=lambda c: c.version)
+    found.sort(key=lambda c: c.version)
+    kept = history.agg(F.min("version")).collect()[0][0]  # the oldest version whose log is kept
+    if after is not None and kept is not None and kept > after + 1:
+        raise HistoryError(_gone_message(main, after + 1, int(kept) - 1, "its log was removed (Delta's log retention)"))
+    return found
+
+
+def _gone_message(main: str, first: int, last: int, why: str) -> str:
+    return (
+        f"{main}: the edits of Delta versions {first} to {last} were not read yet, and {why}: what people"
+        " changed there cannot be recorded. Nothing was applied. Keep the main table's log and change"
+        " data files longer than the time between runs of its history model (delta.logRetentionDuration,"
+        " delta.deletedFileRetentionDuration), and restore those versions' files, or make the changes again."
+    )
 
 
 def _segments(versions: Sequence[int]) -> list[tuple[int, int]]:
@@ -232,7 +267,13 @@ def staged_edits(
         F.max_by(image, F.when(~post, text)).alias("pre"),
     )
     # As many rows as the edits changed: read from the change feed once, for every use below.
-    per_key = per_key.localCheckpoint()
+    try:
+        per_key = per_key.localCheckpoint()
+    except Exception as exc:
+        if "FILE_NOT_EXIST" not in str(exc) and "FileNotFound" not in str(exc):
+            raise
+        first, last = commits[0].version, commits[-1].version
+        raise HistoryError(_gone_message(main, first, last, "a VACUUM removed their change data files")) from None
     for doubled in per_key.where("posts > 1").limit(3).collect():
         say(_doubled_message(main, spec, doubled))
     meta = spark.createDataFrame(

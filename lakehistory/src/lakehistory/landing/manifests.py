@@ -87,7 +87,7 @@ class Applied:
     batch_ids: frozenset[str]
     last_sequence: int | None
     recorded_changes: tuple[dict[str, Any], ...] | None = ()
-    last_edit: int | None = None  # the main table's Delta version of the last edit recorded (landing/edits.py)
+    last_edit: str | None = None  # the batch id of the last edit recorded (landing/edits.py, read_after)
 
 
 @dataclass(frozen=True)
@@ -363,7 +363,7 @@ def applied_by_stream(
         .agg(
             F.collect_set(F.when(F.col("batch_id").isin(*ids), F.col("batch_id"))).alias("ids"),
             F.max(F.when(batch, F.col("batch_sequence"))).alias("last"),
-            F.max(F.when(~batch, F.col("batch_sequence"))).alias("last_edit"),
+            F.max(F.when(~batch, F.struct(F.col("txn_id"), F.col("batch_id")))).alias("last_edit"),
             F.collect_list(
                 F.when(
                     batch & (changes != "[]"),
@@ -392,7 +392,8 @@ def _applied(rows: list[Any]) -> Applied:
         return Applied(frozenset(), None)
     ids = frozenset(i for r in rows for i in r.ids)
     last = max((r.last for r in rows if r.last is not None), default=None)
-    last_edit = max((r.last_edit for r in rows if r.last_edit is not None), default=None)
+    latest = max((r.last_edit for r in rows if r.last_edit is not None), default=None)  # by transaction
+    last_edit = None if latest is None else str(latest.batch_id)
     if any(r.unrecorded for r in rows):
         return Applied(ids, last, None, last_edit)
     return Applied(ids, last, _recorded([c for r in rows for c in r.changes]), last_edit)
