@@ -18,6 +18,7 @@ from branch_case import (
     current,
     drop,
     land,
+    last_id,
     main_with_two_tables,
     on_branch,
     publish,
@@ -130,6 +131,7 @@ def test_a_publish_stopped_whose_branch_is_gone_is_given_up_and_main_moves_on(
         assert (outcome["waiting"], outcome["already_done"]) == ([], True)
         assert current(main, "a") == {1: "a2"}
 
+    assert checkpoints(main) == [], "a publish given up leaves nothing beside main's log"
     main.apply("a", COLUMNS, ["id"])  # main takes transactions again: what it has not applied, once
     assert current(main, "a") == {1: "a2", 2: "a3"}
     ids = main.project.rows(f"select distinct txn_id from {main.transactions} order by txn_id")
@@ -255,3 +257,39 @@ def test_a_vacuum_that_removed_files_a_branch_reads_is_named_before_a_publish_re
     land(main, "b", 4, {1: "b4"})
     main.apply("b", COLUMNS, ["id"])  # nothing reserved: main takes transactions
     assert current(main, "b") == {1: "b4"} and drop(main, "keep")
+
+
+def checkpoints(main: Engine) -> list[str]:
+    found = main.project.spark.sql(f"show tables in `{main.project.schema}` like 'lakehistory_transactions_publish*'")
+    return sorted(r.tableName for r in found.collect())
+
+
+@pytest.mark.parametrize("point", ["reserved", "committed"])
+def test_a_publish_stopped_whose_branch_is_gone_completes_from_what_it_read_before_it_reserved(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    """The publish checkpoints what it writes to main before it reserves main's id: asked again
+    after its branch was dropped by hand, it completes from there, and leaves nothing behind."""
+    main, _ = branch_with_a_change(folder, f"ckpt_{point}", "gone")
+    with monkeypatch.context() as patched:
+        patched.setattr(turn, "reached", stopping("publish_branch", _stop_at(point)))
+        with pytest.raises(RuntimeError):
+            publish(main, "gone")
+    new_process(monkeypatch)
+    assert len(checkpoints(main)) == 2, "a table's changes and the branch's transaction rows"
+    main.project.spark.sql(f"drop schema `{main.project.schema}__gone` cascade")  # by hand
+
+    assert publish(main, "gone")["transaction"] == 3
+    assert current(main, "a") == {1: "a2"} and checkpoints(main) == []
+    rows = main.project.rows(f"select txn_id, batch_id, sync_id from {main.transactions} where txn_id = 3")
+    assert rows == [{"txn_id": 3, "batch_id": "000002", "sync_id": "lakehistory:publish_branch:3"}]
+    main.apply("a", COLUMNS, ["id"])  # batch 2 is main's: nothing applied twice
+    assert last_id(main) == 3
+
+
+def _stop_at(point: str):  # noqa: ANN202 - the turn's stop, at one point
+    def reached(name: str) -> None:
+        if name == point:
+            raise RuntimeError(f"stopped at {point}")
+
+    return reached

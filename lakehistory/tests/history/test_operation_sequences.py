@@ -1,10 +1,11 @@
 """Whole sequences of operations from a seed, on the engine alone, against a reference model: batches
 landed and applied per table (a `dbt run --select` each), runs killed at any stop point of the apply
 and run again, a branch created, run, published (or its publish killed at any stop point, then asked
-again or given up after its branch was dropped by hand) and dropped, reverts of one table (killed at
-any stop point of the writer's turn, then asked again or given up), OPTIMIZE and VACUUM of main.
-After every step each table of main and of the branch holds what the reference says, ids are gap-
-free, no batch is recorded twice, and no operation holds a table (the cut is never stuck).
+again, or after its branch was dropped by hand asked again or given up) and dropped, reverts of one
+table (killed at any stop point of the writer's turn, then asked again or given up), OPTIMIZE and
+VACUUM of main. After every step each table of main and of the branch holds what the reference says,
+ids are gap-free, no batch is recorded twice, and no operation holds a table (the cut is never
+stuck).
 
 The reference is written from the rules, not from the product: a batch gives its keys its names
 (each batch is dated after the last, so it restates them); main applies every landed batch of a
@@ -130,6 +131,11 @@ class Operations:
         elif self.rng.random() < 0.5:
             self.log.append("branch publish asked again")
             publish(self.main, "seq")
+            self.published(self.branch_changed)
+        elif self.rng.random() < 0.5:
+            self.log.append("branch dropped by hand, its publish asked again")
+            self.main.project.spark.sql(f"drop schema `{self.main.project.schema}__seq` cascade")
+            publish(self.main, "seq")  # from what it read before it reserved
             self.published(self.branch_changed)
         else:
             self.log.append("branch dropped by hand, its publish given up")

@@ -32,6 +32,7 @@ from lakehistory.errors import HistoryError
 from lakehistory.history import ledger, lock, turn
 from lakehistory.history.transactions import ABANDON, COLUMNS, OPERATION_SYNC_PREFIX, syncs_relation
 from lakehistory.history.writer import Writer
+from lakehistory.operations import branches
 
 APP_ID = "lakehistory.abandon_sync"
 COUNTS = ("rows_in", "versions_opened", "versions_closed", "rows_overlap_deleted", "rows_purged")
@@ -104,6 +105,7 @@ def _abandon_operation(
         "already_done": not waiting,
     }
     if not waiting:  # every table had committed it: it is complete now
+        branches.drop_publish_checkpoints(spark, transactions, found.request, found.tables)
         return outcome
     message = f"gave up {sync_id.removeprefix(OPERATION_SYNC_PREFIX)}: {', '.join(waiting)} never recorded it" + (
         f" ({reason})" if reason else ""
@@ -111,6 +113,7 @@ def _abandon_operation(
     rows = _abandon_rows(spark, writer, sync_id, {t: _last_version(spark, t) for t in waiting}, who, message)
     lock.check_held()
     ledger.insert_transactions(spark, transactions, rows, int(found.txn_id))
+    branches.drop_publish_checkpoints(spark, transactions, found.request, found.tables)
     return outcome
 
 
@@ -158,11 +161,13 @@ def _sync(spark: SparkSession, transactions: str, sync_id: str) -> Row | None:
     """The sync's reservation (its id and landed tables), the tables that recorded it, and whether
     it was given up; None when it is not reserved. Two small reads."""
     reserved = (
-        spark.table(syncs_relation(transactions)).where(F.col("sync_id") == F.lit(sync_id)).select("txn_id", "tables")
+        spark.table(syncs_relation(transactions))
+        .where(F.col("sync_id") == F.lit(sync_id))
+        .select("txn_id", "tables", "request")
     ).collect()  # one row, or none
     if not reserved:
         return None
-    txn_id, tables = int(reserved[0].txn_id), list(reserved[0].tables)
+    txn_id, tables, request = int(reserved[0].txn_id), list(reserved[0].tables), reserved[0].request
     return (
         spark.table(transactions)
         .where(F.col("txn_id") == F.lit(txn_id))
@@ -173,6 +178,11 @@ def _sync(spark: SparkSession, transactions: str, sync_id: str) -> Row | None:
             ).alias("applied"),
             F.coalesce(F.max(F.col("operation") == F.lit(ABANDON)), F.lit(False)).alias("abandoned"),
         )
-        .select(F.lit(txn_id).alias("txn_id"), F.lit(tables).cast("array<string>").alias("tables"), "*")
+        .select(
+            F.lit(txn_id).alias("txn_id"),
+            F.lit(tables).cast("array<string>").alias("tables"),
+            F.lit(request).cast("string").alias("request"),
+            "*",
+        )
         .collect()[0]  # an aggregate: one row
     )

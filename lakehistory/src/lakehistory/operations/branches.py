@@ -41,14 +41,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from lakehistory.errors import HistoryError
 from lakehistory.history import ledger, lock, syncs, turn
 from lakehistory.history.group import MERGE_SOURCE_COPY, SKIP_EMPTY_COMMITS, own_commit
 from lakehistory.history.session import session_conf
-from lakehistory.history.table import Versioning
+from lakehistory.history.table import COLUMN_MAPPING, Versioning
 from lakehistory.history.transactions import ABANDON, OPERATION_SYNC_PREFIX, beside, syncs_relation
 from lakehistory.history.writer import Writer
 from lakehistory.names import VALID_FROM, VALID_TO
@@ -292,12 +292,7 @@ def _recover_branch(spark: SparkSession, writer: Writer, branch: Branch, tables:
 
 
 def _branch_rows(spark: SparkSession, branch: Branch, fork: int) -> list[Row]:
-    return (
-        spark.table(branch.transactions)
-        .where(F.col("txn_id") > F.lit(fork))
-        .orderBy("txn_id", "row_index")
-        .collect()  # a row per transaction and table of the branch
-    )
+    return _ordered(spark.table(branch.transactions).where(F.col("txn_id") > F.lit(fork)))
 
 
 def _publishes(request: str, name: str, branch_id: str | None) -> bool:
@@ -364,14 +359,13 @@ def _check_publishable(
 def _refuse_stopped_publish(
     spark: SparkSession, transactions: str, branch: Branch, branch_id: str | None, what: str
 ) -> None:
-    """A publish of the branch reserved and not complete reads the branch to complete."""
+    """A publish of the branch reserved and not complete is completed or given up first."""
     for stopped in syncs.operations(spark, transactions):
         if stopped.waiting and _publishes(stopped.request, branch.name, branch_id):
             raise HistoryError(
                 f"{what} branch {branch.name} refused: its publish, transaction {stopped.reserved.txn_id} of main,"
-                f" was stopped before {', '.join(stopped.waiting)} recorded it, and reads the branch to complete."
-                f" Complete it (lakehistory branch publish {branch.name}), or give it up"
-                f" ({stopped.give_up_command()}). Nothing was changed."
+                f" was stopped before {', '.join(stopped.waiting)} recorded it. Complete it (lakehistory branch"
+                f" publish {branch.name}), or give it up ({stopped.give_up_command()}). Nothing was changed."
             )
 
 
@@ -387,41 +381,59 @@ def publish(
     versioning: Versioning,
     author: str | None,
 ) -> dict[str, Any]:
-    """Publish `branch` to main (`writer`'s) as one transaction; the branch is dropped after."""
-    described = branch.described(spark)
-    if described is None:
-        raise HistoryError(f"there is no branch {branch.name} ({schema}): lakehistory branch create {branch.name}")
+    """Publish `branch` to main (`writer`'s) as one transaction; the branch is dropped after.
+    What the publish writes to main (each table's rows to close and to open, and the branch's
+    transaction rows) is checkpointed beside main's transactions table before the id is reserved:
+    a publish stopped after it completes from there, even when its branch is gone."""
     if versioning.append_only:
         raise HistoryError(f"branch {branch.name}: an append-only history (valid_from only) cannot be published")
-    fork = int(described["fork"])
-    at = (
-        str(fork) if versioning.version_type == "integer" else f"timestamp'{described['fork_started'] or '0001-01-01'}'"
-    )
+    described = branch.described(spark)
     by_branch = {t.branch: t for t in (Table.of(dict(x)) for x in tables)}
-    # as the macro is asked (syncs.Operation.stopped_message names the command from it), with the
-    # branch's identity: a later branch of the same name is another publish
-    request = json.dumps(
-        {"operation": "publish_branch", "name": branch.name, syncs.PRIVATE + "branch": described.get("id")}
-    )
     transactions = writer.transactions
+    if described is None:
+        # the branch is gone: a publish of it stopped after its reservation completes from its checkpoints
+        stopped_one = _stopped_publish(spark, transactions, branch.name)
+        if stopped_one is None:
+            raise HistoryError(f"there is no branch {branch.name} ({schema}): lakehistory branch create {branch.name}")
+        request, branch_id, fork = stopped_one.request, _branch_id(stopped_one.request), -1
+    else:
+        branch_id, fork = described.get("id"), int(described["fork"])
+        # as the macro is asked (syncs.Operation.stopped_message names the command from it), with
+        # the branch's identity: a later branch of the same name is another publish
+        request = json.dumps({"operation": "publish_branch", "name": branch.name, syncs.PRIVATE + "branch": branch_id})
     with turn.taking(spark, writer, "publish_branch", request) as my:
         spark = my.spark
-        _refuse_children(spark, branch, schema, "publish of")
-        _recover_branch(spark, writer, branch, by_branch.values())
-        rows = _branch_rows(spark, branch, fork)
+        if described is not None:
+            _refuse_children(spark, branch, schema, "publish of")
+            _recover_branch(spark, writer, branch, by_branch.values())
+        stopped = my.stopped()
+        if stopped is not None:  # a table that committed it before the stop records it first
+            my.recover(sorted(stopped.waiting))
         found = my.operations()
         stopped = my.stopped(found)
         # recorded by every table, then stopped before the branch was dropped (an earlier branch
         # of the same name was published before this one's fork)
         done = next((o for o in found if not o.waiting and o.reserved.txn_id > fork), None)
         if stopped is None and done is not None:
-            _drop_schema(spark, schema, branch)
+            _drop_checkpoints(spark, transactions, branch_id, done.reserved.sync.tables)
+            if described is not None:
+                _drop_schema(spark, schema, branch)
             return {"transaction": done.reserved.txn_id, "tables": {}, "already_done": True}
+        kept = _checkpoint(transactions, branch_id, "log")
+        if stopped is not None and spark.catalog.tableExists(kept.replace("`", "")):
+            rows = _ordered(spark.table(kept))
+        elif described is not None:
+            rows = _branch_rows(spark, branch, fork)
+        else:
+            raise HistoryError(stopped_one.stopped_message() if stopped_one else f"there is no branch {branch.name}")
         changed = [by_branch[t] for t in dict.fromkeys(r.history_table for r in rows) if t in by_branch]
         states = my.recover([t.target for t in changed])
+        targets = sorted(t.target for t in changed)
         if stopped is None:
             _check_publishable(spark, transactions, branch, schema, by_branch, fork, rows)
-            reservation = my.reserve([t.target for t in changed], author, states[changed[0].target])
+            assert described is not None
+            _write_checkpoints(spark, transactions, branch, described, changed, versioning, rows)
+            reservation = my.reserve(targets, author, states[changed[0].target])
             todo = changed
         else:
             reservation = stopped
@@ -432,17 +444,102 @@ def publish(
         def published(target: str) -> ledger.Commit:
             table = of_target[target]
             of_table = [r for r in rows if r.history_table == table.branch]
-            commit, counts[table.model] = _publish_table(spark, table, versioning, at, of_table, reservation, branch)
+            kept = _checkpoint(transactions, branch_id, targets.index(target))
+            if spark.catalog.tableExists(kept.replace("`", "")):
+                frame = spark.table(kept)
+            else:  # reserved by a lakehistory that wrote no checkpoints: read from the branch
+                assert described is not None, "a publish without checkpoints completes from its branch"
+                frame = _changes(spark, table, versioning, _fork_at(described, versioning), of_table).localCheckpoint()
+            commit, counts[table.model] = _publish_table(spark, table, versioning, frame, of_table, reservation, branch)
             return commit
 
         my.commit([t.target for t in todo], published)
         txn_id = reservation.reserved.txn_id
-        _drop_schema(spark, schema, branch)
+        _drop_checkpoints(spark, transactions, branch_id, targets)
+        if described is not None:
+            _drop_schema(spark, schema, branch)
     return {
         "transaction": txn_id,
         "tables": {m: {"versions_closed": c[0], "versions_opened": c[1]} for m, c in counts.items()},
         "already_done": False,
     }
+
+
+# -- the publish's checkpoints -------------------------------------------------------------------------
+
+
+def _checkpoint(transactions: str, branch_id: str | None, part: int | str) -> str:
+    """A publish's checkpoint beside main's transactions table: `part` is the index of a table
+    among the publish's tables (sorted, as its reservation lists them), or 'log'."""
+    return beside(transactions, f"publish_{branch_id}_{part}")
+
+
+def _write_checkpoints(
+    spark: SparkSession,
+    transactions: str,
+    branch: Branch,
+    described: dict[str, Any],
+    changed: list[Table],
+    versioning: Versioning,
+    rows: list[Row],
+) -> None:
+    """Each table's rows to close and to open, and the branch's transaction rows, as Delta
+    tables of main's schema (made again when a publish stopped before its reservation)."""
+    fork, branch_id, at = int(described["fork"]), described.get("id"), _fork_at(described, versioning)
+    targets = sorted(t.target for t in changed)
+    for table in changed:
+        frame = _changes(spark, table, versioning, at, [r for r in rows if r.history_table == table.branch])
+        frame.createOrReplaceTempView(PUBLISH_VIEW)
+        try:
+            relation = _checkpoint(transactions, branch_id, targets.index(table.target))
+            spark.sql(
+                f"create or replace table {relation} using delta"
+                f" tblproperties ({COLUMN_MAPPING}) as select * from {q(PUBLISH_VIEW)}"
+            )
+        finally:
+            spark.catalog.dropTempView(PUBLISH_VIEW)
+    spark.sql(
+        f"create or replace table {_checkpoint(transactions, branch_id, 'log')} using delta"
+        f" as select * from {branch.transactions} where `txn_id` > {fork}"
+    )
+
+
+def _fork_at(described: dict[str, Any], versioning: Versioning) -> str:
+    """The branch's fork as a version of its tables (SQL)."""
+    if versioning.version_type == "integer":
+        return str(int(described["fork"]))
+    return f"timestamp'{described['fork_started'] or '0001-01-01'}'"
+
+
+def _drop_checkpoints(spark: SparkSession, transactions: str, branch_id: str | None, targets: Sequence[str]) -> None:
+    for part in [*range(len(targets)), "log"]:
+        spark.sql(f"drop table if exists {_checkpoint(transactions, branch_id, part)}")
+
+
+def drop_publish_checkpoints(
+    spark: SparkSession, transactions: str, request: str | None, tables: Sequence[str]
+) -> None:
+    """The checkpoints of a publish given up (operations/abandon.py): `request` and `tables` are
+    its reservation's; nothing for another operation's."""
+    if json.loads(request or "{}").get("operation") == "publish_branch":
+        _drop_checkpoints(spark, transactions, _branch_id(request or ""), sorted(tables))
+
+
+def _branch_id(request: str) -> str | None:
+    found = json.loads(request or "{}").get(syncs.PRIVATE + "branch")
+    return None if found is None else str(found)
+
+
+def _stopped_publish(spark: SparkSession, transactions: str, name: str) -> syncs.Operation | None:
+    for stopped in syncs.operations(spark, transactions):
+        asked = json.loads(stopped.request or "{}")
+        if stopped.waiting and asked.get("operation") == "publish_branch" and asked.get("name") == name:
+            return stopped
+    return None
+
+
+def _ordered(log: DataFrame) -> list[Row]:
+    return log.orderBy("txn_id", "row_index").collect()  # a row per transaction and table of the branch
 
 
 def _refuse_branch_state(
@@ -576,29 +673,45 @@ def _refuse_main_moved(
             )
 
 
+def _changes(spark: SparkSession, table: Table, versioning: Versioning, at: str, rows: list[Row]) -> DataFrame:
+    """What the branch changed of `table` since the fork: a history table's rows to close (those
+    of main current at the fork the branch closed, `_lh_close`) and to open (those it opened and
+    holds); a snapshot's versions its captures opened or closed."""
+    if table.kind == "snapshot":
+        return _snapshot_changes(spark, table, rows)
+    came, left = revert.revert_rows(versioning, at)
+    row = [c for c in spark.table(table.branch).columns if c not in (VALID_FROM, VALID_TO)]
+    return spark.sql(revert.changes_sql(table.branch, table.keys, row, leaving=left, coming=came))
+
+
 def _publish_table(
     spark: SparkSession,
     table: Table,
     versioning: Versioning,
-    at: str,
+    frame: DataFrame,
     rows: list[Row],
     reservation: syncs.Operation,
     branch: Branch,
 ) -> tuple[ledger.Commit, tuple[int, int]]:
-    """One table's MERGE into main under the reserved transaction; its commit and (closed, opened)."""
+    """One table's MERGE of its checkpointed changes (`frame`) into main under the reserved
+    transaction; its commit and (closed, opened)."""
     reserved = reservation.reserved
     version = str(reserved.txn_id) if versioning.version_type == "integer" else f"timestamp'{reserved.started_at}'"
-    _take_new_columns(spark, table)
+    _take_new_columns(spark, table, frame)
     if table.kind == "snapshot":
-        frame, merge = _snapshot_changes(spark, table, rows)
+        columns = frame.columns
+        merge = f"""
+            merge into {table.target} as t
+            using {q(PUBLISH_VIEW)} as s
+            on t.`dbt_scd_id` = s.`dbt_scd_id`
+            when matched then update set {", ".join(f"t.{q(c)} = s.{q(c)}" for c in columns)}
+            when not matched then insert ({cols(columns)}) values ({cols(columns, "s")})
+        """
+        closed, opened = _snapshot_counts(rows)
     else:
-        # what the branch closed of main's rows (current at the fork), and what it opened and holds
-        came, left = revert.revert_rows(versioning, at)
-        row = [c for c in spark.table(table.branch).columns if c not in (VALID_FROM, VALID_TO)]
-        changes = revert.changes_sql(table.branch, table.keys, row, leaving=left, coming=came)
-        frame = spark.sql(changes).localCheckpoint()
+        row = [c for c in frame.columns if c not in (VALID_FROM, VALID_TO, "_lh_close")]
         merge = revert.merge_sql(table.target, table.keys, row, versioning, version, view=q(PUBLISH_VIEW))
-    closed, opened = revert.close_open_counts(frame) if table.kind != "snapshot" else _snapshot_counts(rows)
+        closed, opened = revert.close_open_counts(frame)
     txns = _txns(table, rows, reservation, branch, (closed, opened))
     frame.createOrReplaceTempView(PUBLISH_VIEW)
     try:
@@ -615,34 +728,24 @@ def _publish_table(
     return own_commit(spark, table.target, txns), (closed, opened)
 
 
-def _take_new_columns(spark: SparkSession, table: Table) -> None:
+def _take_new_columns(spark: SparkSession, table: Table, frame: DataFrame) -> None:
     """The columns the branch added (spec rule 17, a batch's new column), added to main's table."""
     have = {c.lower() for c in spark.table(table.target).columns}
-    new = [f for f in spark.table(table.branch).schema.fields if f.name.lower() not in have]
+    new = [f for f in frame.schema.fields if f.name.lower() not in have and f.name != "_lh_close"]
     if new:
         added = ", ".join(f"{q(f.name)} {f.dataType.simpleString()}" for f in new)
         spark.sql(f"alter table {table.target} add columns ({added})")
 
 
-def _snapshot_changes(spark: SparkSession, table: Table, rows: list[Row]) -> tuple[Any, str]:
-    """A snapshot's versions its captures on the branch opened or closed (their days), and the
-    MERGE that writes them to main by `dbt_scd_id`."""
+def _snapshot_changes(spark: SparkSession, table: Table, rows: list[Row]) -> DataFrame:
+    """A snapshot's versions its captures on the branch opened or closed (their days), which the
+    publish writes to main by `dbt_scd_id`."""
     days = sorted({r.batch_id for r in rows if r.operation == "snapshot" and r.batch_id})
     if not days:
-        frame = spark.table(table.branch).where(F.lit(False))
-    else:
-        opened = F.date_format("dbt_valid_from", "yyyy-MM-dd").isin(*days)
-        closed = F.coalesce(F.date_format("dbt_valid_to", "yyyy-MM-dd").isin(*days), F.lit(False))
-        frame = spark.table(table.branch).where(opened | closed).localCheckpoint()
-    columns = spark.table(table.branch).columns
-    merge = f"""
-        merge into {table.target} as t
-        using {q(PUBLISH_VIEW)} as s
-        on t.`dbt_scd_id` = s.`dbt_scd_id`
-        when matched then update set {", ".join(f"t.{q(c)} = s.{q(c)}" for c in columns)}
-        when not matched then insert ({cols(columns)}) values ({cols(columns, "s")})
-    """
-    return frame, merge
+        return spark.table(table.branch).where(F.lit(False))
+    opened = F.date_format("dbt_valid_from", "yyyy-MM-dd").isin(*days)
+    closed = F.coalesce(F.date_format("dbt_valid_to", "yyyy-MM-dd").isin(*days), F.lit(False))
+    return spark.table(table.branch).where(opened | closed)
 
 
 def _snapshot_counts(rows: list[Row]) -> tuple[int, int]:
