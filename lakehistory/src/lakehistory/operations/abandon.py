@@ -105,7 +105,7 @@ def _abandon_operation(
         "already_done": not waiting,
     }
     if not waiting:  # every table had committed it: it is complete now
-        branches.drop_publish_checkpoints(spark, transactions, found.request, found.tables)
+        branches.drop_publish_checkpoints(spark, transactions, found.request)
         return outcome
     message = f"gave up {sync_id.removeprefix(OPERATION_SYNC_PREFIX)}: {', '.join(waiting)} never recorded it" + (
         f" ({reason})" if reason else ""
@@ -113,7 +113,7 @@ def _abandon_operation(
     rows = _abandon_rows(spark, writer, sync_id, {t: _last_version(spark, t) for t in waiting}, who, message)
     lock.check_held()
     ledger.insert_transactions(spark, transactions, rows, int(found.txn_id))
-    branches.drop_publish_checkpoints(spark, transactions, found.request, found.tables)
+    branches.drop_publish_checkpoints(spark, transactions, found.request)
     return outcome
 
 

@@ -260,7 +260,9 @@ def drop(spark: SparkSession, writer: Writer, branch: Branch, schema: str) -> bo
         spark = my.spark
         _refuse_foreign(spark, branch, schema, writer.transactions, "drop")
         _refuse_children(spark, branch, schema, "drop of")
-        _refuse_stopped_publish(spark, writer.transactions, branch, (owner(spark, schema) or {}).get("id"), "drop of")
+        branch_id = (owner(spark, schema) or {}).get("id")
+        _refuse_stopped_publish(spark, writer.transactions, branch, branch_id, "drop of")
+        _drop_checkpoints(spark, writer.transactions, branch_id)  # of a publish stopped before it reserved
         _drop_schema(spark, schema, branch)
     return True
 
@@ -415,7 +417,7 @@ def publish(
         # of the same name was published before this one's fork)
         done = next((o for o in found if not o.waiting and o.reserved.txn_id > fork), None)
         if stopped is None and done is not None:
-            _drop_checkpoints(spark, transactions, branch_id, done.reserved.sync.tables)
+            _drop_checkpoints(spark, transactions, branch_id)
             if described is not None:
                 _drop_schema(spark, schema, branch)
             return {"transaction": done.reserved.txn_id, "tables": {}, "already_done": True}
@@ -455,7 +457,7 @@ def publish(
 
         my.commit([t.target for t in todo], published)
         txn_id = reservation.reserved.txn_id
-        _drop_checkpoints(spark, transactions, branch_id, targets)
+        _drop_checkpoints(spark, transactions, branch_id)
         if described is not None:
             _drop_schema(spark, schema, branch)
     return {
@@ -487,7 +489,7 @@ def _write_checkpoints(
     tables of main's schema (made again when a publish stopped before its reservation)."""
     fork, branch_id, at = int(described["fork"]), described.get("id"), _fork_at(described, versioning)
     targets = sorted(t.target for t in changed)
-    for table in changed:
+    for table in sorted(changed, key=lambda t: t.target):  # in the order of their parts: a stop leaves a prefix
         frame = _changes(spark, table, versioning, at, [r for r in rows if r.history_table == table.branch])
         frame.createOrReplaceTempView(PUBLISH_VIEW)
         try:
@@ -511,18 +513,21 @@ def _fork_at(described: dict[str, Any], versioning: Versioning) -> str:
     return f"timestamp'{described['fork_started'] or '0001-01-01'}'"
 
 
-def _drop_checkpoints(spark: SparkSession, transactions: str, branch_id: str | None, targets: Sequence[str]) -> None:
-    for part in [*range(len(targets)), "log"]:
-        spark.sql(f"drop table if exists {_checkpoint(transactions, branch_id, part)}")
+def _drop_checkpoints(spark: SparkSession, transactions: str, branch_id: str | None) -> None:
+    """Every checkpoint of the branch's publish: the log, and the tables' parts 0, 1, ... (written
+    in that order, so the first one missing ends them)."""
+    spark.sql(f"drop table if exists {_checkpoint(transactions, branch_id, 'log')}")
+    part = 0
+    while spark.catalog.tableExists(_checkpoint(transactions, branch_id, part).replace("`", "")):
+        spark.sql(f"drop table {_checkpoint(transactions, branch_id, part)}")
+        part += 1
 
 
-def drop_publish_checkpoints(
-    spark: SparkSession, transactions: str, request: str | None, tables: Sequence[str]
-) -> None:
-    """The checkpoints of a publish given up (operations/abandon.py): `request` and `tables` are
-    its reservation's; nothing for another operation's."""
+def drop_publish_checkpoints(spark: SparkSession, transactions: str, request: str | None) -> None:
+    """The checkpoints of a publish given up (operations/abandon.py), by its reservation's
+    request; nothing for another operation's."""
     if json.loads(request or "{}").get("operation") == "publish_branch":
-        _drop_checkpoints(spark, transactions, _branch_id(request or ""), sorted(tables))
+        _drop_checkpoints(spark, transactions, _branch_id(request or ""))
 
 
 def _branch_id(request: str) -> str | None:
