@@ -186,6 +186,12 @@ def _copy_schema(spark, source: str, target: str, folder: Path) -> None:
         copy = folder / name
         shutil.copytree(detail.location.removeprefix("file:"), copy)
         spark.sql(f"create table `{target}`.`{name}` using delta location '{copy}'")
+    # The copy's log names its own tables, as a branch's does: else its writer finds its history
+    # tables unrecorded and records their commits again.
+    spark.sql(
+        f"update `{target}`.lakehistory_transactions"
+        f" set history_table = replace(history_table, '{source}.', '{target}.')"
+    )
 
 
 def _differences(spark, query: str, before: str, after: str) -> int:
