@@ -100,12 +100,8 @@ def test_a_publish_stopped_whose_branch_is_gone_is_given_up_and_main_moves_on(
 ) -> None:
     main, _ = branch_with_a_change(folder, f"gone_{point}", "late")
 
-    def stop(reached: str) -> None:
-        if reached == point:
-            raise RuntimeError(f"stopped at {point}")
-
     with monkeypatch.context() as patched:
-        patched.setattr(turn, "reached", stopping("publish_branch", stop))
+        patched.setattr(turn, "reached", stopping("publish_branch", _stop_at(point)))
         with pytest.raises(RuntimeError):
             publish(main, "late")
     new_process(monkeypatch)
@@ -163,12 +159,8 @@ def test_a_commit_one_lakehouse_left_unrecorded_is_recorded_into_its_own_transac
     side = on_branch(main, "side")
     land(main, "a", 2, {1: "a2"})
 
-    def stop(reached: str) -> None:
-        if reached == "committed":
-            raise RuntimeError("stopped after the commit")
-
     with monkeypatch.context() as patched:
-        patched.setattr(turn, "reached", stopping("apply", stop))
+        patched.setattr(turn, "reached", stopping("apply", _stop_at("committed")))
         with pytest.raises(RuntimeError):
             side.apply("a", COLUMNS, ["id"])
     land(main, "b", 2, {1: "b2"})
@@ -208,12 +200,8 @@ def test_a_branch_run_killed_after_its_commit_is_recorded_before_the_publish_rea
     create(main, "cut")
     land(main, "a", 2, {1: "a2"})
 
-    def stop(reached: str) -> None:
-        if reached == "committed":
-            raise RuntimeError("stopped after the commit")
-
     with monkeypatch.context() as patched:
-        patched.setattr(turn, "reached", stopping("apply", stop))
+        patched.setattr(turn, "reached", stopping("apply", _stop_at("committed")))
         with pytest.raises(RuntimeError):
             on_branch(main, "cut").apply("a", COLUMNS, ["id"])
     new_process(monkeypatch)
