@@ -51,7 +51,7 @@
           select 1 from {{ transactions }} as t
           where t.operation = 'snapshot'
               and t.history_table = {{ lakehistory._text(this) }}
-              and t.batch_id = {{ day }}
+              and (t.batch_id = {{ day }} or exists(t.parts, p -> p.batch_id = {{ day }}))
       )
   group by e.author, e.rows_in, e.clock
   {%- endset -%}

@@ -111,6 +111,7 @@
       "sync_id",
       "commit_json",
       "schema_changes",
+      "parts",
       "row_index",
       "database_id",
       "visible_at"

@@ -28,9 +28,11 @@
     (hard_deletes: new_record) are no versions; they only end the one before. -#}
 {% macro _snapshot_as_history(relation) %}
   {%- set version = 'txn_id' if lakehistory.version_type() == 'integer' else 'started_at' -%}
-  {%- set captures = "(select `batch_id` as `day`, max(`" ~ version ~ "`) as `version` from "
+  {#- a publish's row of several captures lists their days in its parts -#}
+  {%- set captures = "(select `day`, max(`version`) as `version` from (select explode(coalesce("
+      ~ "transform(`parts`, p -> p.`batch_id`), array(`batch_id`))) as `day`, `" ~ version ~ "` as `version` from "
       ~ lakehistory.transactions_relation() ~ " where `history_table` = " ~ lakehistory._text(relation)
-      ~ " and `operation` = 'snapshot' group by `batch_id`)" -%}
+      ~ " and `operation` = 'snapshot') group by `day`)" -%}
   {%- set system = lakehistory._reserved_columns('extract') -%}
   {%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | list -%}
   {%- set columns = names | reject('in', system) | list -%}

@@ -281,3 +281,37 @@ def _stop_at(point: str):  # noqa: ANN202 - the turn's stop, at one point
             raise RuntimeError(f"stopped at {point}")
 
     return reached
+
+
+def test_a_table_the_branch_changed_twice_is_one_row_of_the_publish_that_lists_both(folder: Path) -> None:
+    """Several transactions of a branch on one table become one row of main's transaction, with
+    its counts summed and each of them kept in its parts; main counts both batches applied and
+    reads its next batch after them."""
+    main = main_with_two_tables(folder, "twice")
+    create(main, "twice")
+    branch = on_branch(main, "twice")
+    land(main, "a", 2, {1: "a2"})
+    branch.apply("a", COLUMNS, ["id"])
+    land(main, "a", 3, {1: "a3", 2: "x3"})
+    branch.apply("a", COLUMNS, ["id"])
+
+    assert publish(main, "twice")["transaction"] == 3
+    rows = main.project.rows(
+        f"select history_table, batch_id, batch_sequence, rows_in, commit_message, parts"
+        f" from {main.transactions} where txn_id = 3"
+    )
+    assert len(rows) == 1, rows
+    row = rows[0]
+    assert (row["batch_id"], row["batch_sequence"], row["rows_in"]) == ("000003", 3, 6)  # rows and earliest starts
+    assert row["commit_message"] == "branch twice, its transactions 3, 4"
+    assert [(p["txn_id"], p["batch_id"], p["rows_in"]) for p in row["parts"]] == [(3, "000002", 2), (4, "000003", 4)]
+    repeated = main.project.rows(
+        f"select txn_id, history_table from {main.transactions} group by 1, 2 having count(*) > 1"
+    )
+    assert repeated == []
+
+    main.apply("a", COLUMNS, ["id"])  # batches 2 and 3 are main's now: nothing applied twice
+    assert last_id(main) == 3 and current(main, "a") == {1: "a3", 2: "x3"}
+    land(main, "a", 4, {2: "x4"})
+    main.apply("a", COLUMNS, ["id"])
+    assert last_id(main) == 4 and current(main, "a") == {1: "a3", 2: "x4"}

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType, TimestampType
 
 from lakehistory.errors import LakehistoryError
 from lakehistory.history import lock
@@ -34,6 +34,7 @@ from lakehistory.history.transactions import (
 )
 from lakehistory.history.uuids import database_id_of_uuid, database_id_sql
 from lakehistory.sql import q
+from lakehistory.transaction_parts import PART_FIELDS, PARTS, each_part
 
 COMMIT_KEY = "lakehistory"
 COMMIT_FORMAT = 1
@@ -43,6 +44,8 @@ NEW_TRANSACTIONS_VIEW = "__lh_new_transactions"
 # write them), in case the source changes in between: a Spark job a fixed source does not need.
 MERGE_SOURCE_COPY = "spark.databricks.delta.merge.materializeSource"
 
+_TYPES = {"bigint": LongType(), "string": StringType()}
+_PART_SCHEMA = ArrayType(StructType([StructField(name, _TYPES[t]) for name, t in PART_FIELDS]))
 _ROW_SCHEMA = StructType(
     [
         StructField("txn_id", LongType()),
@@ -65,6 +68,7 @@ _ROW_SCHEMA = StructType(
         StructField("sync_id", StringType()),
         StructField("commit_json", StringType()),
         StructField("schema_changes", StringType()),
+        StructField(PARTS, _PART_SCHEMA),
     ]
 )
 
@@ -80,8 +84,8 @@ class TransactionTakenError(LakehistoryError, RuntimeError):
 def insert_transactions(
     spark: SparkSession, transactions: str, rows: DataFrame, first_id: int, recorded: Sequence[tuple[Any, ...]] = ()
 ) -> None:
-    """Record the transactions `rows` (the columns a writer gives, transactions.COLUMNS, in order;
-    ids from `first_id` on) in one commit, only if none of their ids is recorded yet, but by
+    """Record the transactions `rows` (the columns a writer gives, transactions.COLUMNS, in order,
+    and perhaps `parts`; ids from `first_id` on) in one commit, only if none of their ids is recorded yet, but by
     another table of the same sync: the fence behind the writer lock. An id already there fails
     the statement, so nothing of it is written; a writer that records at the same moment makes
     Delta refuse one of the two commits, since each reads the part of the table it could clash
@@ -90,9 +94,13 @@ def insert_transactions(
     visible (_visible_after). `recorded`: the rows as _ROW_SCHEMA tuples, to keep what this
     process knows of the table (_Known) up to date; without them, it reads the table again."""
     known = _known.pop(transactions, None)
-    new = rows.toDF(*COLUMNS).collect()  # a row per table of the transactions: in memory already, or nearly
+    if len(rows.columns) > len(COLUMNS):  # the ledger's rows of a publish: its parts last
+        given = rows.toDF(*COLUMNS, PARTS)
+    else:
+        given = rows.toDF(*COLUMNS).withColumn(PARTS, F.lit(None).cast(_PART_SCHEMA))
+    new = given.collect()  # a row per table of the transactions: in memory already, or nearly
     last_index, visible = _visible_after(spark, transactions, new)
-    fields = [StructField(f.name, f.dataType) for f in rows.toDF(*COLUMNS).schema.fields]
+    fields = [StructField(f.name, f.dataType) for f in given.schema.fields]
     schema = StructType(
         [
             *fields,
@@ -231,6 +239,15 @@ class Txn:
     # before they were recorded, or not a batch
     schema_changes: str | None = None
     rows_purged: int = 0  # a cleanup's (statements.run_transaction)
+    # a publish's row of a table the branch changed in several transactions: each of them, as
+    # PART_FIELDS name a part's fields (the transactions table's `parts`)
+    parts: list[dict[str, Any]] | None = None
+
+    def batches(self) -> list[tuple[str | None, str | None]]:
+        """The (source table, batch id) of each batch or edit the transaction applied."""
+        if not self.parts:
+            return [(self.source_table, self.batch_id)]
+        return [(p["source_table"], p["batch_id"]) for p in self.parts]
 
 
 def commit_metadata(txns: Sequence[Txn]) -> str:
@@ -309,6 +326,7 @@ def record(spark: SparkSession, transactions: str, commits: Iterable[tuple[str, 
             t.sync_id,
             t.commit_json,
             t.schema_changes,
+            t.parts,
         )
         for history, c in commits
         for t in c.txns
@@ -339,7 +357,8 @@ def record(spark: SparkSession, transactions: str, commits: Iterable[tuple[str, 
             delta_version,
             sync_id,
             commit_json,
-            schema_changes
+            schema_changes,
+            {PARTS}
         from `{NEW_TRANSACTIONS_VIEW}`
     """)
     insert_transactions(spark, transactions, new, min(r[0] for r in rows), rows)
@@ -445,7 +464,7 @@ def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str
 
 def _read_known(spark: SparkSession, transactions: str, hold: tuple[str, int]) -> _Known:
     none = F.lit(None)
-    recorded = spark.table(transactions).select(
+    recorded = each_part(spark.table(transactions)).select(
         F.col("history_table").alias("table"),
         "txn_id",
         "started_at",

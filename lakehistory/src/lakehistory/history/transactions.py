@@ -6,7 +6,9 @@ the engine writes rows in this order.
 A transaction has one row per table it changed: a batch of its own is one row; a sync (the
 batches and extracts a source delivered together, named by their manifests) is one row per table
 of it, all under the id the syncs table reserved for the sync (syncs.py). So is a revert or an
-undo (operations/revert.py), which reserves its id there too."""
+undo (operations/revert.py), which reserves its id there too, and a branch's publish: a table the
+branch changed in several transactions gets one row, which lists them in `parts`. A reader of the
+batches and captures a table applied reads each part (transaction_parts.each_part)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from lakehistory.invocation import Invocation
 from lakehistory.landing.folders import hadoop_filesystem
 from lakehistory.landing.spec import first_line
 from lakehistory.sql import lit, q
+from lakehistory.transaction_parts import PART_FIELDS, PARTS
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,13 @@ LAYOUT = (
     Field("sync_id", "string", False, "The sync the transaction applied or gave up, a revert's reservation, or NULL"),
     Field("commit_json", "string", False, "Optional JSON of the batch manifest (seed 002's commit_json), as JSON text"),
     Field("schema_changes", "string", False, "A batch's schema changes (op, column, type), as JSON text; [] for none"),
+    Field(
+        "parts",
+        f"array<struct<{', '.join(f'{q(n)}: {t}' for n, t in PART_FIELDS)}>>",
+        False,
+        "A published branch's transactions on the table, when it had several, each as the branch recorded it"
+        " (the row's batch_id and batch_sequence are the last one's); NULL otherwise",
+    ),
     # Seed 002's columns that the recording itself writes (ledger.insert_transactions), not the writer:
     Field("row_index", "bigint", False, "Unique index of the row, increasing in the order rows were recorded (i)"),
     Field("database_id", "bigint", False, "The database id in txn_uuid: var lakehistory_database_id (txdb)"),
@@ -78,8 +88,9 @@ LAYOUT = (
 )
 # Written by the recording (ledger.insert_transactions) from the other columns and the table.
 RECORDING_COLUMNS = ("row_index", "database_id", "visible_at")
-# The columns a transaction's writer gives, in the table's order.
-COLUMNS = tuple(field.name for field in LAYOUT if field.name not in RECORDING_COLUMNS)
+# The columns a transaction's writer gives, in the table's order (a publish's ledger rows give
+# `parts` too).
+COLUMNS = tuple(field.name for field in LAYOUT if field.name not in (*RECORDING_COLUMNS, PARTS))
 TABLE_COLUMNS = tuple(field.name for field in LAYOUT)
 
 SYNCS_LAYOUT = (

@@ -91,7 +91,7 @@ class Writer:
         state, txns = ledger.recover(spark, self.transactions, target, self.uuid_sql, state, latest)
         mine = [(target, t) for t in txns]
         self._note_recovered(mine)
-        return state, {(table, t.source_table, t.batch_id) for table, t in recovered + mine}
+        return state, {(table, *batch) for table, t in recovered + mine for batch in t.batches()}
 
     def recover_every(self, spark: SparkSession, then: str) -> ledger.Recorded:
         """Under the lock, for a transaction of no history table's own commit (a capture, a
@@ -160,4 +160,4 @@ class Writer:
     def _note_recovered(self, txns: list[tuple[str, ledger.Txn]]) -> None:
         with self.invocation.mutex:
             noted = self.invocation.part(Recoveries).recovered.setdefault(self.transactions, set())
-            noted.update((table, t.source_table, t.batch_id) for table, t in txns)
+            noted.update((table, *batch) for table, t in txns for batch in t.batches())

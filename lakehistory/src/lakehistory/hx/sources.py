@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from lakehistory.history.transactions import moved_rows
 from lakehistory.hx.model import HxError, HxSpec, col, hx_table
+from lakehistory.transaction_parts import each_part
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class SnapshotSource(Source):
         self.has_deleted_flag = "dbt_is_deleted" in frame.columns
 
     def recordings(self, transactions: DataFrame, after_txn: int) -> list[Recording]:
-        captured = self.recorded(transactions, ("snapshot",), after_txn)
+        captured = self.recorded(each_part(transactions), ("snapshot",), after_txn)
         if not captured:
             return []
         # Each capture's time is its rows' dbt_valid_from on its day; read only the pending days

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 from lakehistory.names import RESERVED, STAGING_PREFIX, collisions
+from lakehistory.transaction_parts import each_part
 
 from .batch import Column
 from .folders import Folders
@@ -347,7 +348,7 @@ def applied_by_stream(
     streams = set(streams)
     if transactions is None or not spark.catalog.tableExists(transactions):
         return {stream: Applied(frozenset(), None) for stream in streams}
-    recorded = spark.table(transactions)
+    recorded = each_part(spark.table(transactions))
     applied = recorded.where(F.col("source_table").isin(*sorted(landed)))
     # not a snapshot's capture of the same table (a table of an earlier layout, without the
     # column, is refused by the merge, by name)

@@ -55,6 +55,7 @@ from lakehistory.names import VALID_FROM, VALID_TO
 from lakehistory.operations import revert
 from lakehistory.operations.tags import tags_relation
 from lakehistory.sql import cols, lit, q
+from lakehistory.transaction_parts import PART_FIELDS, PARTS
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 # The branch's transactions table says what it is in this table property (JSON).
@@ -745,7 +746,7 @@ def _take_new_columns(spark: SparkSession, table: Table, frame: DataFrame) -> No
 def _snapshot_changes(spark: SparkSession, table: Table, rows: list[Row]) -> DataFrame:
     """A snapshot's versions its captures on the branch opened or closed (their days), which the
     publish writes to main by `dbt_scd_id`."""
-    days = sorted({r.batch_id for r in rows if r.operation == "snapshot" and r.batch_id})
+    days = sorted({p["batch_id"] for p in _parts(rows) if p["operation"] == "snapshot" and p["batch_id"]})
     if not days:
         return spark.table(table.branch).where(F.lit(False))
     opened = F.date_format("dbt_valid_from", "yyyy-MM-dd").isin(*days)
@@ -760,37 +761,55 @@ def _snapshot_counts(rows: list[Row]) -> tuple[int, int]:
 def _txns(
     table: Table, rows: list[Row], reservation: syncs.Operation, branch: Branch, counts: tuple[int, int]
 ) -> list[ledger.Txn]:
-    """The branch's transaction rows of `table`, under the reserved transaction. Each batch keeps
-    its id and sequence (main counts it applied), each capture its day. The counts go on the last
-    row of a history table (the derived models read a transaction of a table that moved rows
-    once), and stay on each capture's row of a snapshot (read per day)."""
+    """`table`'s row of the publish, under the reserved transaction: the branch's transactions on
+    it, counts summed (`counts`: closed and opened). Each batch keeps its id and sequence (main
+    counts it applied), each capture its day; with several, the row lists them as its parts
+    (transaction_parts.py) and takes its batch from the last, every author and application, and
+    each message."""
     reserved = reservation.reserved
-    last = len(rows) - 1
-    made = []
-    for i, r in enumerate(rows):
-        counted = table.kind == "snapshot" or i == last
-        closed, opened = (int(r.versions_closed), int(r.versions_opened)) if table.kind == "snapshot" else counts
-        message = f"branch {branch.name}, its transaction {r.txn_id}" + (
-            f": {r.commit_message}" if r.commit_message else ""
+    parts = _parts(rows)
+    last = parts[-1]
+    ids = ", ".join(str(p["txn_id"]) for p in parts)
+    said = "; ".join(p["commit_message"] for p in parts if p["commit_message"])
+    plural = "s" if len(parts) > 1 else ""
+    message = f"branch {branch.name}, its transaction{plural} {ids}" + (f": {said}" if said else "")
+    changes = [p["schema_changes"] for p in parts]
+    return [
+        ledger.Txn(
+            txn_id=reserved.txn_id,
+            batch_id=last["batch_id"],
+            sequence=last["batch_sequence"],
+            source_table=last["source_table"],
+            author=_each(p["author"] for p in parts),
+            app_id=_each(p["app_id"] for p in parts),
+            commit_message=message,
+            started_at=reserved.started_at,
+            rows_in=sum(int(p["rows_in"]) for p in parts),
+            versions_opened=counts[1],
+            versions_closed=counts[0],
+            rows_overlap_deleted=sum(int(r.rows_overlap_deleted) for r in rows),
+            operation=last["operation"],
+            sync_id=reserved.sync.id,
+            commit_json=last["commit_json"] if len(parts) == 1 else None,
+            schema_changes=None if None in changes else json.dumps([c for x in changes for c in json.loads(x)]),
+            parts=parts if len(parts) > 1 else None,
         )
-        made.append(
-            ledger.Txn(
-                txn_id=reserved.txn_id,
-                batch_id=r.batch_id,
-                sequence=r.batch_sequence if r.operation == "batch" else None,
-                source_table=r.source_table,
-                author=r.author,
-                app_id=r.app_id,
-                commit_message=message,
-                started_at=reserved.started_at,
-                rows_in=int(r.rows_in),
-                versions_opened=opened if counted else 0,
-                versions_closed=closed if counted else 0,
-                rows_overlap_deleted=int(r.rows_overlap_deleted) if counted else 0,
-                operation=r.operation,
-                sync_id=reserved.sync.id,
-                commit_json=r.commit_json,
-                schema_changes=r.schema_changes,
-            )
-        )
-    return made
+    ]
+
+
+def _parts(rows: list[Row]) -> list[dict[str, Any]]:
+    """The branch's transactions in `rows` (one table's, in order), each as a part; a row that
+    published parts of a branch of the branch gives those."""
+    parts = []
+    for r in rows:
+        for p in getattr(r, PARTS, None) or [r]:
+            part = {name: p[name] for name, _ in PART_FIELDS}
+            if part["operation"] != "batch":
+                part["batch_sequence"] = None  # a batch's sequence only: main counts it applied
+            parts.append(part)
+    return parts
+
+
+def _each(values: Iterable[str | None]) -> str | None:
+    """Every distinct value, in order, joined (None: none)."""
+    return ", ".join(dict.fromkeys(v for v in values if v)) or None
