@@ -10,7 +10,7 @@ from engine_case import OPEN, VERSIONING, Engine
 from sync_case import COLUMNS, batch
 
 from harness import DbtProject, unique_schema
-from lakehistory.history.transactions import ensure_transactions_table
+from lakehistory.history.ledger import ensure_transactions_table
 from lakehistory.history.uuids import transaction_uuid_sql
 from lakehistory.operations import branches
 

@@ -140,30 +140,7 @@
     when matched then delete
   {%- endset -%}
   {%- do statements.append(remove) -%}
-  {%- set row -%}
-    select
-        system.session.lakehistory_txn_id,
-        {{ lakehistory.naksha_uuid('system.session.lakehistory_txn_id', 'system.session.lakehistory_started_at', 0) }},
-        'cleanup',
-        null,
-        {{ lakehistory._text(target) }},
-        null,
-        null,
-        current_user(),
-        'lakehistory.cleanup',
-        {{ lakehistory._text('versions closed at or before transaction ' ~ horizon ~ ' removed') }},
-        system.session.lakehistory_started_at,
-        current_timestamp(),
-        0,
-        0,
-        0,
-        0,
-        {{ purged }},
-        system.session.lakehistory_delta_version,
-        null,
-        null,
-        null
-  {%- endset -%}
+  {%- set row = lakehistory._cleanup_row(target, 'lakehistory.cleanup', 'versions closed at or before transaction ' ~ horizon ~ ' removed', purged) -%}
   {%- set txn_id = lakehistory.run_transaction(transactions, statements, row, target) -%}
   {{ log("cleanup: removed " ~ purged ~ " version(s) of " ~ model ~ " closed at or before transaction " ~ horizon ~ " (transaction " ~ txn_id ~ ")", info=true) }}
   {{ return(purged) }}
@@ -181,4 +158,35 @@
     {{ log("cleanup: tag " ~ row[0] ~ " (transaction " ~ row[1] ~ ") keeps " ~ row[2] ~ " version(s) of " ~ model
         ~ " closed at or before transaction " ~ horizon, info=true) }}
   {%- endfor -%}
+{% endmacro %}
+
+
+{#- The transactions table's row of a cleanup of `target` (run_transaction's `row`), in the
+    layout's order: `purged` rows removed, by application `app_id`, with `message`. -#}
+{% macro _cleanup_row(target, app_id, message, purged) %}
+  {%- set row -%}
+    select
+        system.session.lakehistory_txn_id,
+        {{ lakehistory.naksha_uuid('system.session.lakehistory_txn_id', 'system.session.lakehistory_started_at', 0) }},
+        'cleanup',
+        null,
+        {{ lakehistory._text(target) }},
+        null,
+        null,
+        current_user(),
+        {{ lakehistory._text(app_id) }},
+        {{ lakehistory._text(message) }},
+        system.session.lakehistory_started_at,
+        current_timestamp(),
+        0,
+        0,
+        0,
+        0,
+        {{ purged | int }},
+        system.session.lakehistory_delta_version,
+        null,
+        null,
+        null
+  {%- endset -%}
+  {{ return(row) }}
 {% endmacro %}

@@ -154,30 +154,7 @@
     {{ return(0) }}
   {%- endif -%}
   {%- set remove = "merge into " ~ target ~ " as t using (" ~ sql['using'] ~ ") as d on " ~ sql['on'] ~ " when matched then delete" -%}
-  {%- set row -%}
-    select
-        system.session.lakehistory_txn_id,
-        {{ lakehistory.naksha_uuid('system.session.lakehistory_txn_id', 'system.session.lakehistory_started_at', 0) }},
-        'cleanup',
-        null,
-        {{ lakehistory._text(target) }},
-        null,
-        null,
-        current_user(),
-        'lakehistory.retention',
-        {{ lakehistory._text(removed ~ ' ' ~ what ~ ' removed') }},
-        system.session.lakehistory_started_at,
-        current_timestamp(),
-        0,
-        0,
-        0,
-        0,
-        {{ removed }},
-        system.session.lakehistory_delta_version,
-        null,
-        null,
-        null
-  {%- endset -%}
+  {%- set row = lakehistory._cleanup_row(target, 'lakehistory.retention', removed ~ ' ' ~ what ~ ' removed', removed) -%}
   {%- set txn_id = lakehistory.run_transaction(lakehistory.ensure_transactions_table(), [remove], row, target) -%}
   {{ log("cleanup: removed " ~ removed ~ " " ~ what ~ " (transaction " ~ txn_id ~ ")", info=true) }}
   {{ return(removed) }}

@@ -26,7 +26,7 @@ from lakehistory import derived, main_table
 from lakehistory import invocation as invocations
 from lakehistory.command import commands
 from lakehistory.errors import LakehistoryError
-from lakehistory.history import apply, syncs
+from lakehistory.history import apply, ledger, syncs
 from lakehistory.history import statements as writer_statements
 from lakehistory.history import transactions as transactions_table
 from lakehistory.history.table import Versioning
@@ -222,7 +222,7 @@ def stage_extract(
 def ensure_transactions_table(spark: SparkSession, context: Mapping[str, Any]) -> None:
     """The transactions and syncs tables, made or brought to the current layout."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
+    ledger.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
 
 
 def apply_pending(
@@ -237,7 +237,7 @@ def apply_pending(
 ) -> dict[str, int]:
     """The strategy `fivetran_history`: the staged batches applied to `target`, each a transaction."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
+    ledger.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
     return apply.apply_pending(
         spark,
         ctx.writer,
@@ -281,7 +281,7 @@ def revert(
     """History tables returned to a past transaction, chosen keys of one (a rewind: `keys` or
     `where`), or one transaction undone, as one new transaction."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
+    ledger.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
     return reverts.revert(
         spark,
         ctx.writer,
@@ -301,7 +301,7 @@ def abandon_sync(
 ) -> dict[str, Any]:
     """A reserved sync some table will never apply, given up so the consistent cut moves past it."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
+    ledger.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
     return abandon.abandon_sync(spark, ctx.writer, sync_id=str(sync_id), author=author, reason=reason)
 
 
@@ -365,7 +365,7 @@ def publish_branch(
 ) -> dict[str, Any]:
     """A branch's transactions made one transaction of main; the branch dropped."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
+    ledger.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
     branch = branches.Branch(branches.check_name(name), branch_transactions)
     return branches.publish(spark, ctx.writer, branch, schema, [dict(t) for t in tables], ctx.versioning, author)
 
@@ -385,7 +385,7 @@ def list_branches(
     """Each branch of this lakehouse among the schemas `found` (as `_branch` gives each): its fork,
     and whether it can be published now, with the reason when not."""
     ctx = Context.of(context)
-    transactions_table.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
+    ledger.ensure_transactions_table(spark, ctx.transactions, ctx.invocation)
     given = [
         (
             branches.Branch(str(b["name"]), str(b["branch_transactions"])),

@@ -25,7 +25,8 @@ from lakehistory import invocation as invocations
 from lakehistory.errors import HistoryError
 from lakehistory.history import apply, ledger, lock, statements
 from lakehistory.history.apply import apply_pending
-from lakehistory.history.transactions import LAYOUT, create_sql, ensure_transactions_table
+from lakehistory.history.ledger import ensure_transactions_table
+from lakehistory.history.transactions import LAYOUT, create_sql
 from lakehistory.landing import run_reads
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.landing.extracts import ExtractError

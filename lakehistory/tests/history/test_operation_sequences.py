@@ -2,8 +2,9 @@
 landed and applied per table (a `dbt run --select` each), runs killed at any stop point of the apply
 and run again, a branch created, run, published (or its publish killed at any stop point, then asked
 again, or after its branch was dropped by hand asked again or given up) and dropped, reverts of one
-table (killed at any stop point of the writer's turn, then asked again or given up), OPTIMIZE and
-VACUUM of main. After every step each table of main and of the branch holds what the reference says,
+table to a transaction or a tag (killed at any stop point of the writer's turn, then asked again or
+given up), undos of the last transaction (killed, then asked again), tags, OPTIMIZE and VACUUM of
+main. After every step each table of main and of the branch holds what the reference says,
 ids are gap-free, no batch is recorded twice, and no operation holds a table (the cut is never
 stuck).
 
@@ -12,7 +13,8 @@ The reference is written from the rules, not from the product: a batch gives its
 table it has not applied, in order; a branch starts as main at its fork; a publish gives main the
 tables the branch changed, as the branch has them, unless main changed one of them after the fork
 (refused, nothing changed); a publish or a revert given up keeps what its tables had committed; a
-revert gives a table what it held after the transaction named."""
+revert gives a table what it held after the transaction named; an undo of the last transaction
+gives every table what it held before it."""
 
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ from sync_case import COLUMNS, new_process
 from lakehistory.errors import HistoryError
 from lakehistory.history import syncs, turn
 from lakehistory.history.session import session_conf
-from lakehistory.operations import abandon, branches
+from lakehistory.operations import abandon, branches, tags
+from lakehistory.transaction_parts import each_part
 
 STEPS = 16
 
@@ -54,6 +57,7 @@ class Operations:
     fork: int = 0
     branch_changed: list[str] = field(default_factory=list)  # in the order the branch first changed them
     after: dict[int, Held] = field(default_factory=dict)  # main as it was after each transaction
+    tags: dict[str, int] = field(default_factory=dict)  # each tag's transaction
     log: list[str] = field(default_factory=list)
 
     # --- the reference's rules ------------------------------------------------------------------
@@ -192,6 +196,11 @@ class Operations:
     def revert(self, monkeypatch: pytest.MonkeyPatch) -> None:
         table = self.rng.choice(TABLES)
         to = self.rng.choice(sorted(self.after))
+        tagged = [t for t, n in self.tags.items() if n in self.after]
+        if tagged and self.rng.random() < 0.5:  # to a tag, by its name
+            name = self.rng.choice(tagged)
+            to = self.tagged(name)
+            self.log.append(f"tag {name} read: {to}")
         point = self.rng.choice([None, None, *turn.OPERATION_STOP_POINTS])
         self.log.append(f"revert {table} to {to}" + (f" killed at {point}" if point else ""))
         wanted = dict(self.after[to].names[table])
@@ -224,16 +233,55 @@ class Operations:
                 got = current(on_branch(self.main, "seq"), table)
                 assert got == self.branch.names[table], f"branch {table} after: {steps}"
         log = self.main.transactions
-        rows = self.main.project.rows(f"select txn_id, source_table, batch_id, operation from {log}")
+        rows = self.main.project.rows(f"select txn_id, history_table from {log}")
         ids = sorted({r["txn_id"] for r in rows})
         assert ids == list(range(1, len(ids) + 1)), f"ids {ids} after: {steps}"
-        batches = [(r["source_table"], r["batch_id"]) for r in rows if r["operation"] == "batch"]
+        assert len(rows) == len({(r["txn_id"], r["history_table"]) for r in rows}), f"a table twice in: {steps}"
+        parts = each_part(self.main.project.spark.table(log)).where("operation = 'batch'")
+        batches = [(r.source_table, r.batch_id) for r in parts.select("source_table", "batch_id").collect()]
         assert len(batches) == len(set(batches)), f"a batch recorded twice after: {steps}"
         found = syncs.operations(self.main.project.spark, log)
         held = [o.reserved.sync.id for o in found if o.waiting]
         assert not held, f"{held} hold tables after: {steps}"
         if ids:
             self.after[ids[-1]] = copy.deepcopy(self.held)
+
+    def undo(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Undo main's last transaction (naming no table: every table it changed), perhaps killed at
+        a stop point of the turn and asked again: main is as it was before it, with every batch
+        still applied. A given-up sync's row is not undone, and is not asked."""
+        last = last_id(self.main)
+        operations = {r["operation"] for r in self.main.project.rows(self._of(last))}
+        if last - 1 not in self.after or last - 1 < 1 or not operations <= {"batch", "revert"}:
+            return
+        point = self.rng.choice([None, None, *turn.OPERATION_STOP_POINTS])
+        self.log.append(f"undo {last}" + (f" killed at {point}" if point else ""))
+        if point is not None:
+            with monkeypatch.context() as patched:
+                patched.setattr(turn, "reached", stopping("undo", _stop_at(point)))
+                with contextlib.suppress(StoppedError):
+                    self.main.revert(TABLES, ["id"], undo_txn=last, named=False)
+            new_process(monkeypatch)
+            self.main.new_process()
+        self.main.revert(TABLES, ["id"], undo_txn=last, named=False)
+        for table in TABLES:
+            self.held.names[table] = dict(self.after[last - 1].names[table])
+
+    def _of(self, txn_id: int) -> str:
+        return f"select operation from {self.main.transactions} where txn_id = {int(txn_id)}"
+
+    def tag(self) -> None:
+        """Tag main's last transaction; a later revert may go to a tag, read back by its name."""
+        last = last_id(self.main)
+        name = f"t{len(self.tags) + 1}"
+        self.log.append(f"tag {name} = {last}")
+        writer = self.main.writer(history_tables=TABLES)
+        assert tags.tag(self.main.project.spark, writer, name, last, last, "ana", None)["txn_id"] == last
+        self.tags[name] = last
+
+    def tagged(self, name: str) -> int:
+        relation = tags.tags_relation(self.main.transactions)
+        return int(self.main.project.rows(f"select txn_id from {relation} where tag = '{name}'")[0]["txn_id"])
 
 
 class StoppedError(RuntimeError):
@@ -278,7 +326,7 @@ def test_random_sequences_of_operations_keep_every_table_as_the_reference_says(
     case.check()
     for _ in range(STEPS):
         steps = [case.land, case.land, lambda: case.apply(monkeypatch), lambda: case.revert(monkeypatch)]
-        steps += [case.maintain]
+        steps += [case.maintain, lambda: case.undo(monkeypatch), case.tag]
         if case.branch is None:
             steps += [case.create_branch]
         else:

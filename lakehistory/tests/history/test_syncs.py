@@ -424,7 +424,7 @@ def test_a_transactions_table_of_the_earlier_layout_gains_the_recording_columns_
         f"insert into {transactions.syncs_relation(old)} select 2, 's2', 2, array('a', 'b'), null, null,"
         " timestamp'2024-03-02 00:00:00', timestamp'2024-03-02 00:00:00', null"
     )
-    transactions.ensure_transactions_table(spark, old)
+    ledger.ensure_transactions_table(spark, old)
     filled = [
         tuple(r)
         for r in spark.sql(

@@ -21,8 +21,9 @@ from history_case import HistoryCase, T, batch, version
 from harness import DbtProject, copy_project, transaction_rows, unique_schema
 from lakehistory.history import ledger, turn
 from lakehistory.history import lock as lock_module
+from lakehistory.history.ledger import ensure_transactions_table
 from lakehistory.history.statements import SESSION_DELTA_VERSION, SESSION_STARTED_AT, SESSION_TXN_ID, run_transaction
-from lakehistory.history.transactions import column_list, ensure_transactions_table
+from lakehistory.history.transactions import column_list
 from lakehistory.history.writer import Writer
 from lakehistory.landing.batch import Column
 

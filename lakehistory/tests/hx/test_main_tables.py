@@ -17,6 +17,7 @@ from engine_case import OPEN, stopping
 
 from harness import REPO_ROOT, DbtProject, unique_schema
 from lakehistory.history import lock, turn
+from lakehistory.history.session import session_conf
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.landing.write import write_batch
 from lakehistory.names import EARLIEST, END, START
@@ -450,3 +451,28 @@ def test_the_edits_of_a_main_table_made_anew_are_read_from_its_first_version(sho
     shop.run_ok("run")
     assert edits(shop)[-1][:2] == ("gil", edited)
     assert main_rows(shop)[key][1:3] == ("41.00", "gil")
+
+
+def test_edits_whose_change_data_a_vacuum_removed_are_refused_naming_them_until_the_table_is_made_anew(
+    shop: DbtProject,
+) -> None:
+    """An edit the history has not read, whose change data files a VACUUM removed: the run fails
+    naming its Delta version and applies nothing; with the main table dropped, the next run builds
+    it from the history and reads the new table's edits."""
+    key = min(main_rows(shop))
+    edited = as_person(shop, "ivo", f"update {{schema}}.orders set total = 77.00 where order_id = {key}")
+    with session_conf(shop.spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
+        shop.spark.sql(f"vacuum `{shop.schema}`.orders retain 0 hours")
+    recorded = shop.rows("select count(*) as n from {schema}.lakehistory_transactions")[0]["n"]
+
+    refused = shop.run_fails("run")
+    assert f"edits of Delta versions {edited} to {edited} were not read yet" in refused
+    assert "a VACUUM removed their change data files" in refused and "drop the main table" in refused
+    assert shop.rows("select count(*) as n from {schema}.lakehistory_transactions")[0]["n"] == recorded
+
+    shop.spark.sql(f"drop table `{shop.schema}`.orders")
+    shop.run_ok("run")
+    assert main_rows(shop)[key][2] != "ivo", "the edit whose change data is gone is not in the history"
+    again = as_person(shop, "ivo", f"update {{schema}}.orders set total = 77.00 where order_id = {key}")
+    shop.run_ok("run")
+    assert edits(shop)[-1][:2] == ("ivo", again) and main_rows(shop)[key][1:3] == ("77.00", "ivo")

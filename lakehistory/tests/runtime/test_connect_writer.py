@@ -19,7 +19,7 @@ from object_store import StoreLanding
 from harness import transaction_rows, unique_schema
 from lakehistory.history import ledger
 from lakehistory.history import lock as lock_module
-from lakehistory.history.transactions import ensure_transactions_table
+from lakehistory.history.ledger import ensure_transactions_table
 from lakehistory_tools.generator import GeneratorConfig, generate
 
 pytestmark = pytest.mark.connect

@@ -63,10 +63,6 @@ from lakehistory.history.writer import Writer
 GROUP_STOP_POINTS = ("computed", "committed", "recorded")
 
 
-def _stop(point: str) -> None:
-    turn.reached("apply", point)  # a point the record passes (records.record_commits)
-
-
 @dataclass
 class Outcome:
     batches: int = 0
@@ -110,34 +106,31 @@ def apply_pending(
             early = _early_changes(
                 own, writer, target, staged, layout, versioning, pending_batches, max_batches_per_commit
             )
-        with writer.holding(spark):
+        with turn.taking(spark, writer, "apply", session=own) as my:
             if not exists:
                 create_table(own, target, layout, versioning)
             else:
                 add_new_columns(own, target, layout)
-            turn.reached("apply", "columns_added")
+            my.reached("columns_added")
             outcome = Outcome()
             try:
                 latest = early.latest if early is not None and early.hold == writer.hold() else None
-                state, recovered = writer.recover(own, target, latest)
-                turn.reached("apply", "recovered")
+                state, recovered = my.recover_applied(target, latest)
                 if not exists and state.history_last_id:
                     raise HistoryError(_dropped_message(target, state))
-                recovered |= writer.recovered_batches()
                 pending = plan.not_applied_meanwhile(target, plan.pending(target, pending_batches, recovered), state)
                 refused = _unconfigured_deleted_column(pending, layout)
                 applicable = pending[: pending.index(refused)] if refused else pending
                 planned, state = plan.transactions_of(own, writer, target, applicable, state)
                 for txn_id, started_at, _ in planned:
                     versioning.refuse_past_open_end(txn_id, started_at, target)
-                turn.reached("apply", "reserved")
+                my.reached("reserved")
                 at = 0
                 while at < len(applicable):
                     group = applicable[at : _group_end(applicable, at, max_batches_per_commit)]
                     computed = early.of(group, state) if early is not None and at == 0 else None
                     taken, state = _apply_group(
-                        own,
-                        writer,
+                        my,
                         target,
                         staged,
                         layout,
@@ -289,8 +282,7 @@ def _changes_of(
 
 
 def _apply_group(
-    spark: SparkSession,
-    writer: Writer,
+    my: turn.Turn,
     target: str,
     staged: str,
     layout: Layout,
@@ -306,11 +298,12 @@ def _apply_group(
     when they are known already), each batch as its transaction of `planned` (plan.transactions_of);
     return how many batches it took and the transactions table's state after it. `outside_turn`:
     every id the run planned is a sync's, so the commit lets other dbt threads take their turn."""
+    spark, writer = my.spark, my.writer
     if computed is not None:
         n, changes = len(computed[0]), computed[1]
     else:
         n, changes = _changes_of(spark, target, staged, layout, versions, group)
-    turn.reached("apply", "computed")
+    my.reached("computed")
     txns = [
         ledger.Txn(
             txn_id=txn_id,
@@ -346,13 +339,13 @@ def _apply_group(
                     write_group(spark, target, layout, versions, version, changes, group[:n])
                     commit = own_commit(spark, target, txns)
                 waiting = records.wait(writer.transactions, target, commit)
-            writer.record_waiting(spark, waiting, stop=_stop)
+            writer.record_waiting(spark, waiting, stop=my.reached)
         else:
             with metadata:
                 write_group(spark, target, layout, versions, version, changes, group[:n])
                 commit = own_commit(spark, target, txns)
-            writer.record(spark, [(target, commit)], stop=_stop)
-    turn.reached("apply", "recorded")
+            writer.record(spark, [(target, commit)], stop=my.reached)
+    my.reached("recorded")
     outcome.batches += n
     outcome.groups += 1
     outcome.transactions += [t.txn_id for t in txns]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -28,11 +28,18 @@ from lakehistory.history.session import session_conf
 from lakehistory.history.transactions import (
     ABANDON,
     COLUMNS,
+    LAYOUT,
     OPERATION_SYNC_PREFIX,
+    RECORDING_COLUMNS,
+    SYNCS_LAYOUT,
     TABLE_COLUMNS,
+    TransactionsLayoutError,
+    create_if_missing,
+    create_sql,
     syncs_relation,
 )
 from lakehistory.history.uuids import database_id_of_uuid, database_id_sql
+from lakehistory.invocation import Invocation
 from lakehistory.sql import q
 from lakehistory.transaction_parts import PART_FIELDS, PARTS, each_part
 
@@ -213,6 +220,39 @@ def backfill_recording_columns(spark: SparkSession, transactions: str) -> None:
     """)
     nothing = spark.table(transactions).select(*COLUMNS).where(F.lit(False))
     insert_transactions(spark, transactions, nothing, 0)
+
+
+@dataclass
+class Ensured:
+    """An invocation's part (invocation.py): the transactions tables it checked."""
+
+    relations: set[str] = field(default_factory=set)
+
+
+def ensure_transactions_table(spark: SparkSession, relation: str, invocation: Invocation | None = None) -> None:
+    """For `lakehistory.ensure_transactions_table`: create the table and its syncs
+    table when missing; give a table of an earlier layout the optional columns it lacks; refuse
+    one that lacks a required column. Every node of a dbt invocation asks; the first one's answer
+    holds for the others (`invocation`)."""
+    ensured = invocation.part(Ensured).relations if invocation is not None and invocation.kept else set()
+    if relation in ensured:
+        return
+    for table, layout in ((relation, LAYOUT), (syncs_relation(relation), SYNCS_LAYOUT)):
+        create_if_missing(spark, table, create_sql(table, layout))
+        stored = set(spark.table(table).columns)
+        missing = [f.name for f in layout if f.required and f.name not in stored]
+        if missing:
+            raise TransactionsLayoutError(
+                f"{table} was made by an earlier version of lakehistory (it lacks {', '.join(missing)})."
+                " Rebuild from the landed batches: drop it, its syncs table and the history tables (for the"
+                " demo: make clean), then run dbt build."
+            )
+        optional = [f for f in layout if not f.required and f.name not in stored]
+        if optional:  # nothing in the rows already there says otherwise: NULL is what they had
+            spark.sql(f"alter table {table} add columns ({', '.join(f.sql() for f in optional)})")
+        if any(f.name in RECORDING_COLUMNS for f in optional):  # but the recording's columns follow from them
+            backfill_recording_columns(spark, table)
+    ensured.add(relation)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The transactions table's layout and its syncs table's, declared once. The macros create them
-through lakehistory.door (`lakehistory.ensure_transactions_table`) and list the transactions
+through lakehistory.door (`lakehistory.ensure_transactions_table`, ledger.py) and list the transactions
 table's columns as `lakehistory.macro_names` wrote them (`lakehistory.transaction_columns`), and
 the engine writes rows in this order.
 
@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
 from lakehistory.errors import LakehistoryError
-from lakehistory.invocation import Invocation
 from lakehistory.landing.folders import hadoop_filesystem
 from lakehistory.landing.spec import first_line
 from lakehistory.sql import lit, q
@@ -193,41 +192,6 @@ def adopt_folder(spark: SparkSession, relation: str, statement: str, refusal: st
         ) from None
     hadoop.remove(folder)  # only a commit's temporary files: nothing was ever committed there
     spark.sql(statement)
-
-
-@dataclass
-class Ensured:
-    """An invocation's part (invocation.py): the transactions tables it checked."""
-
-    relations: set[str] = field(default_factory=set)
-
-
-def ensure_transactions_table(spark: SparkSession, relation: str, invocation: Invocation | None = None) -> None:
-    """For `lakehistory.ensure_transactions_table`: create the table and its syncs
-    table when missing; give a table of an earlier layout the optional columns it lacks; refuse
-    one that lacks a required column. Every node of a dbt invocation asks; the first one's answer
-    holds for the others (`invocation`)."""
-    ensured = invocation.part(Ensured).relations if invocation is not None and invocation.kept else set()
-    if relation in ensured:
-        return
-    for table, layout in ((relation, LAYOUT), (syncs_relation(relation), SYNCS_LAYOUT)):
-        create_if_missing(spark, table, create_sql(table, layout))
-        stored = set(spark.table(table).columns)
-        missing = [f.name for f in layout if f.required and f.name not in stored]
-        if missing:
-            raise TransactionsLayoutError(
-                f"{table} was made by an earlier version of lakehistory (it lacks {', '.join(missing)})."
-                " Rebuild from the landed batches: drop it, its syncs table and the history tables (for the"
-                " demo: make clean), then run dbt build."
-            )
-        optional = [f for f in layout if not f.required and f.name not in stored]
-        if optional:  # nothing in the rows already there says otherwise: NULL is what they had
-            spark.sql(f"alter table {table} add columns ({', '.join(f.sql() for f in optional)})")
-        if any(f.name in RECORDING_COLUMNS for f in optional):  # but the recording's columns follow from them
-            from lakehistory.history.ledger import backfill_recording_columns  # the ledger imports this module
-
-            backfill_recording_columns(spark, table)
-    ensured.add(relation)
 
 
 # Every record and every reservation commits a few rows, a file each. Past this many files, a

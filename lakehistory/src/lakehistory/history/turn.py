@@ -24,8 +24,9 @@ The order is the protocol, and the reason each step is where it is:
 `STOP_POINTS` names the points between those steps where a kill leaves a different state. Each
 operation passes `reached(operation, point)` at each point it has, in this order; a test replaces
 `reached` to stop any operation at any of its points (tests/history/test_stops.py, and the
-generated sequences of test_operation_sequences.py). The history strategy's apply passes the two
-more it has (the columns it added, the rows it computed) in the same order.
+generated sequences of test_operation_sequences.py). The history strategy's apply takes the turn
+with the session it computed its first changes in, and passes the two points more it has (the
+columns it added, the rows it computed) through `Turn.reached`, in the same order.
 
 What the process knows as the writer (the hold, the tables with a commit unrecorded, the last
 ids read) belongs to the hold of the lock (lock.py, ledger.py), so a turn of one lakehouse never
@@ -37,13 +38,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from lakehistory.errors import HistoryError
 from lakehistory.history import ledger, records, syncs
 from lakehistory.history.session import own_session
-from lakehistory.history.writer import Writer
+from lakehistory.history.writer import Recovered, Writer
 
 STOP_POINTS = ("columns_added", "recovered", "reserved", "computed", "committed", "recorded")
 # the points of an operation that reserves its id (a revert, undo, rewind, branch publish), and
@@ -73,6 +75,18 @@ class Turn:
         states = ledger.recorded_for(self.spark, self.writer.transactions, list(targets))
         reached(self.operation, "recovered")
         return states
+
+    def recover_applied(self, target: str, latest: Any = None) -> tuple[ledger.Recorded, Recovered]:
+        """For the apply of `target`'s batches: record what a stopped run left (writer.recover;
+        `latest`: the table's last commit, when the caller knows it is still the last); what the
+        transactions table then holds for it, and the batches recorded by now in this invocation."""
+        state, recovered = self.writer.recover(self.spark, target, latest)
+        reached(self.operation, "recovered")
+        return state, recovered | self.writer.recovered_batches()
+
+    def reached(self, point: str) -> None:
+        """The operation reached `point` of STOP_POINTS, of the steps it runs itself."""
+        reached(self.operation, point)
 
     def recover_every(self, then: str) -> ledger.Recorded:
         """For a transaction of no history table's own commit: what any table left, recorded."""
@@ -112,7 +126,19 @@ class Turn:
 
 
 @contextmanager
-def taking(spark: SparkSession, writer: Writer, operation: str, request: str | None = None) -> Iterator[Turn]:
-    """The writer's turn for the block: the lock held, a session of the turn's own."""
-    with writer.holding(spark), own_session(spark) as session:
-        yield Turn(session, writer, operation, request)
+def taking(
+    spark: SparkSession,
+    writer: Writer,
+    operation: str,
+    request: str | None = None,
+    session: SparkSession | None = None,
+) -> Iterator[Turn]:
+    """The writer's turn for the block: the lock held, a session of the turn's own (`session`:
+    the operation's own session, taken before the turn: the apply computes its first group's
+    changes before it waits for the lock)."""
+    if session is not None:
+        with writer.holding(spark):
+            yield Turn(session, writer, operation, request)
+        return
+    with writer.holding(spark), own_session(spark) as own:
+        yield Turn(own, writer, operation, request)

@@ -161,9 +161,10 @@ def edit_commits(spark: SparkSession, main: str, last_edit: str | None) -> list[
 def _gone_message(main: str, first: int, last: int, why: str) -> str:
     return (
         f"{main}: the edits of Delta versions {first} to {last} were not read yet, and {why}: what people"
-        " changed there cannot be recorded. Nothing was applied. Keep the main table's log and change"
-        " data files longer than the time between runs of its history model (delta.logRetentionDuration,"
-        " delta.deletedFileRetentionDuration), and restore those versions' files, or make the changes again."
+        " changed there cannot be recorded. Nothing was applied. Restore those versions' files; or drop the"
+        " main table (the next run builds it from the history, without those edits) and make them again."
+        " Keep the main table's log and change data files longer than the time between runs of its history"
+        " model (delta.logRetentionDuration, delta.deletedFileRetentionDuration)."
     )
 
 
