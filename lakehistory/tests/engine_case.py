@@ -14,8 +14,8 @@ from history_case import normalize
 from harness import DbtProject, copy_project, unique_schema
 from lakehistory import invocation as invocations
 from lakehistory.history.apply import apply_pending
+from lakehistory.history.ledger import ensure_transactions_table
 from lakehistory.history.table import Versioning
-from lakehistory.history.transactions import ensure_transactions_table
 from lakehistory.history.uuids import transaction_uuid_sql
 from lakehistory.history.writer import Writer
 from lakehistory.invocation import Invocation

@@ -527,16 +527,16 @@ def test_the_transactions_table_is_checked_once_per_dbt_invocation(
     """Every node of a run asks for the transactions table; the first answer holds for the rest of
     the invocation, and a new invocation checks again."""
     from lakehistory import invocation as invocations
-    from lakehistory.history import transactions
+    from lakehistory.history import ledger, transactions
 
     spark, relation = dbt_project.spark, dbt_project.table("lakehistory_transactions")
     spark.sql(f"create schema if not exists `{dbt_project.schema}`")
     checks: list[str] = []
     create = transactions.create_if_missing
     monkeypatch.setattr(
-        transactions, "create_if_missing", lambda spark, made, sql: checks.append(made) or create(spark, made, sql)
+        ledger, "create_if_missing", lambda spark, made, sql: checks.append(made) or create(spark, made, sql)
     )
     for invocation in ("first", "first", "first", "second"):
-        transactions.ensure_transactions_table(spark, relation, invocations.of(invocation))
+        ledger.ensure_transactions_table(spark, relation, invocations.of(invocation))
     assert checks == [relation, transactions.syncs_relation(relation)] * 2
     assert spark.table(relation).columns == list(transactions.TABLE_COLUMNS)

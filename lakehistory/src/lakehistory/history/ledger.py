@@ -92,11 +92,12 @@ def insert_transactions(
     spark: SparkSession, transactions: str, rows: DataFrame, first_id: int, recorded: Sequence[tuple[Any, ...]] = ()
 ) -> None:
     """Record the transactions `rows` (the columns a writer gives, transactions.COLUMNS, in order,
-    and perhaps `parts`; ids from `first_id` on) in one commit, only if none of their ids is recorded yet, but by
-    another table of the same sync: the fence behind the writer lock. An id already there fails
-    the statement, so nothing of it is written; a writer that records at the same moment makes
-    Delta refuse one of the two commits, since each reads the part of the table it could clash
-    with (ids from `first_id` on, which also lets Delta skip every older file). The same commit
+    then perhaps `parts`; ids from `first_id` on) in one commit, only if none of their ids is
+    recorded yet, but by another table of the same sync: the fence behind the writer lock. An id
+    already there fails the statement, so nothing of it is written; a writer that records at the
+    same moment makes Delta refuse one of the two commits, since each reads the part of the table
+    it could clash with (ids from `first_id` on, which also lets Delta skip every older file). The
+    same commit
     gives the rows their index and database id, and marks the transactions these rows make
     visible (_visible_after). `recorded`: the rows as _ROW_SCHEMA tuples, to keep what this
     process knows of the table (_Known) up to date; without them, it reads the table again."""

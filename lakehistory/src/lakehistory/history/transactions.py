@@ -1,7 +1,7 @@
 """The transactions table's layout and its syncs table's, declared once. The macros create them
-through lakehistory.door (`lakehistory.ensure_transactions_table`, ledger.py) and list the transactions
-table's columns as `lakehistory.macro_names` wrote them (`lakehistory.transaction_columns`), and
-the engine writes rows in this order.
+through lakehistory.door (`lakehistory.ensure_transactions_table`, which the ledger runs) and list
+the transactions table's columns as `lakehistory.macro_names` wrote them
+(`lakehistory.transaction_columns`), and the engine writes rows in this order.
 
 A transaction has one row per table it changed: a batch of its own is one row; a sync (the
 batches and extracts a source delivered together, named by their manifests) is one row per table
