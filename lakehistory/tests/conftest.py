@@ -69,6 +69,7 @@ GROUP_SECONDS = {
     "lakehistory/tests/history/test_day_two.py": 480,
     "demo": 465,
     "lakehistory/tests/changes/test_events_and_states.py": 450,
+    "lakehistory/tests/history/test_branches.py": 400,
     "lakehistory/tests/hx/test_hx_tables.py": 330,
     "lakehistory/tests/history/test_bad_input.py": 300,
     "lakehistory/tests/history/test_writer_lock.py": 300,
