@@ -86,7 +86,7 @@ class Recorder:
         """Seconds in which at least one of `jobs` ran."""
         spans = []
         for job in jobs:
-            if job.completionTime().isDefined():
+            if job.completionTime().isDefined() and job.submissionTime().isDefined():
                 spans.append((job.submissionTime().get().getTime(), job.completionTime().get().getTime()))
         busy, end = 0, 0
         for start, stop in sorted(spans):
@@ -100,9 +100,15 @@ class Recorder:
         named = []
         for job in jobs:
             what = str(job.description().get()) if job.description().isDefined() else str(job.name())
-            ms = job.completionTime().get().getTime() - job.submissionTime().get().getTime()
-            stages = job.stageIds().size()
-            named.append(f"{ms / 1000:.2f}s, {stages} stage(s): {' '.join(what.split())}")
+            # Spark's listener bus updates the status store after the action returns: a job may
+            # not show its completion yet (nor, in a run of several threads, another's its start).
+            ended, started = job.completionTime(), job.submissionTime()
+            took = (
+                f"{(ended.get().getTime() - started.get().getTime()) / 1000:.2f}s"
+                if ended.isDefined() and started.isDefined()
+                else "running"
+            )
+            named.append(f"{took}, {job.stageIds().size()} stage(s): {' '.join(what.split())}")
         return named
 
     @staticmethod
