@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from dbt.adapters.sparksession.impl import SparkSessionAdapter, _seed_cell
+from dbt.adapters.sparksession.session import refuse_missing_jars
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from harness import REPO_ROOT, DbtProject
@@ -103,6 +104,20 @@ def test_profile_loads_exactly_the_cached_jars() -> None:
     assert sorted(p.name for p in (jar_dir() / jars.DELTA_FOLDER).iterdir()) == sorted(jars.required())
     on_s3 = on_s3.partition("{%- endif %}")[0]
     assert sorted(re.findall(class_path, on_s3)) == sorted(jars.OBJECT_STORE)
+
+
+def test_a_class_path_entry_that_is_not_there_is_named_before_the_session_starts(tmp_path: Path) -> None:
+    """The JVM would skip it without a word: a profile on S3 whose S3A jars were never fetched
+    then fails on the first s3a:// path, naming a class."""
+    (tmp_path / "delta").mkdir()
+    (tmp_path / "delta" / "a.jar").write_bytes(b"")
+    (tmp_path / "b.jar").write_bytes(b"")
+    refuse_missing_jars(f"{tmp_path}/delta/*:{tmp_path}/b.jar")  # a wildcard that matches, a file there
+    absent = tmp_path / "org.apache.hadoop_hadoop-aws-3.5.0.jar"
+    with pytest.raises(DbtRuntimeError) as refused:
+        refuse_missing_jars(f"{tmp_path}/delta/*:{absent}:{tmp_path}/empty/*")
+    assert f"{absent}, {tmp_path}/empty/*" in str(refused.value)
+    assert "python -m lakehistory.runtime.jars ensure --object-store" in str(refused.value)
 
 
 def add_model(project: DbtProject, name: str, body: str) -> None:

@@ -15,7 +15,7 @@ from object_store import BUCKETS, LANDING_BUCKET, WAREHOUSE, StoreLanding
 from standalone import Cluster, standalone_cluster
 
 from harness import JVM_FOR_SHORT_QUERIES
-from lakehistory.runtime import connect_server
+from lakehistory.runtime import connect_server, jars
 from lakehistory_tools.object_store import Store, seaweedfs
 from lakehistory_tools.processes import free_port
 
@@ -23,7 +23,8 @@ from lakehistory_tools.processes import free_port
 @pytest.fixture(scope="session")
 def object_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """The store, its credentials in this process's environment for every process it starts (the
-    cluster's, the server's, dbt's)."""
+    cluster's, the server's, dbt's), and Hadoop's S3A connector cached (setup leaves it out)."""
+    jars.ensure(object_store=True)
     with seaweedfs(tmp_path_factory.mktemp("object-store"), BUCKETS) as store:
         saved = {name: os.environ.get(name) for name in store.env()}
         os.environ.update(store.env())

@@ -4,6 +4,7 @@ delta-spark and pyspark."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tomllib
 from pathlib import Path
@@ -42,6 +43,27 @@ def test_the_pinned_jars_are_downloaded_into_an_empty_home(tmp_path: Path, monke
     assert sorted(p.name for p in (target / "delta").iterdir()) == sorted(jars.required())
     shutil.rmtree(tmp_path / "repo")  # a second call finds them and reads nothing
     assert jars.ensure() == target
+
+
+def test_the_s3a_connector_is_fetched_only_when_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local lakehouse needs Delta's jars only; a session on object storage (the Connect
+    server's `--s3a`, the store tests) asks for S3A's too. A stand-in for the connector, pinned
+    by its checksum as the real one is, takes its place."""
+    stand_in = b"the S3A connector"
+    monkeypatch.setattr(
+        jars, "OBJECT_STORE", {"s3a.jar": ("org/example/s3a/1/s3a-1.jar", hashlib.sha256(stand_in).hexdigest())}
+    )
+    cached = jar_dir()
+    content = {name: (cached / name).read_bytes() for name in jars.required()} | {"s3a.jar": stand_in}
+    monkeypatch.setenv("LAKEHISTORY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LAKEHISTORY_MAVEN_REPOSITORY", repository_with(tmp_path / "repo", content))
+    target = jars.ensure()
+    assert sorted(p.name for p in target.iterdir() if p.is_file()) == sorted(jars.required())
+    assert jars.missing_for_object_store() == ["s3a.jar"]
+    jars.ensure(object_store=True)
+    assert jars.missing_for_object_store() == []
+    assert (target / "s3a.jar").read_bytes() == stand_in
+    assert sorted(p.name for p in (target / "delta").iterdir()) == sorted(jars.required())  # S3A's beside, not in it
 
 
 def test_the_delta_folder_holds_the_installed_release_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,7 +28,6 @@ import pytest
 from lakehistory.runtime.paths import local_home
 
 
-
 def _log() -> Path:
     return local_home() / "test-artifacts" / "suite_costs.jsonl"
 

@@ -61,9 +61,12 @@ class ServerSettings:
         return self.master.startswith("local")
 
     @property
+    def on_object_store(self) -> bool:
+        return self.s3a or (self.warehouse or "").startswith("s3a://")
+
+    @property
     def jars(self) -> tuple[str, ...]:
-        on_s3 = self.s3a or (self.warehouse or "").startswith("s3a://")
-        return jars.for_object_store() if on_s3 else jars.required()
+        return jars.for_object_store() if self.on_object_store else jars.required()
 
 
 def server_conf(settings: ServerSettings) -> dict[str, str]:
@@ -123,6 +126,7 @@ def server_command(settings: ServerSettings) -> list[str]:
 def start(settings: ServerSettings, log: Path) -> subprocess.Popen[bytes]:
     """Start the server in the background and return once it accepts connections."""
     settings.lakehouse.mkdir(parents=True, exist_ok=True)
+    jars.ensure(object_store=settings.on_object_store)  # S3A's, fetched once, when first needed
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent)}
     env.pop("SPARK_REMOTE", None)
     with open(log, "ab") as out:

@@ -2,7 +2,11 @@
 against the SHA-256 written here, then kept in `.local/jars` so every later run, including CI
 reruns, works without the network.
 
-    python -m lakehistory.runtime.jars ensure
+    python -m lakehistory.runtime.jars ensure                  # Delta's: every session loads them
+    python -m lakehistory.runtime.jars ensure --object-store   # and S3A's, for s3a:// URIs
+
+The S3A connector (its AWS SDK bundle is most of setup's download) is fetched only for a session
+on object storage: the Connect server and the tests that start one fetch it when they need it.
 
 A plain download of two files, not Spark's resolver: starting a Spark session to resolve them cost
 about 20 s of every fresh checkout's setup. LAKEHISTORY_MAVEN_REPOSITORY names a mirror of Maven
@@ -164,9 +168,10 @@ OBJECT_STORE = {
 }
 
 
-def artifacts() -> dict[str, tuple[str, str]]:
-    """Every jar the project caches for the installed combination: Delta's, then S3A's."""
-    return {**delta_jars().artifacts, **OBJECT_STORE}
+def artifacts(object_store: bool = True) -> dict[str, tuple[str, str]]:
+    """The jars the project caches for the installed combination: Delta's, then S3A's (with
+    `object_store`)."""
+    return {**delta_jars().artifacts, **(OBJECT_STORE if object_store else {})}
 
 
 def required() -> tuple[str, ...]:
@@ -181,6 +186,11 @@ def for_object_store() -> tuple[str, ...]:
 
 def missing(directory: Path, wanted: dict[str, tuple[str, str]]) -> list[str]:
     return [name for name in wanted if not (directory / name).is_file()]
+
+
+def missing_for_object_store() -> list[str]:
+    """The S3A connector's jars not cached yet (a setup that did not need them)."""
+    return missing(jar_dir(), OBJECT_STORE)
 
 
 def download(name: str, artifact: tuple[str, str], target: Path, repository: str) -> None:
@@ -204,14 +214,15 @@ def download(name: str, artifact: tuple[str, str], target: Path, repository: str
     partial.replace(target / name)
 
 
-def ensure() -> Path:
-    """The jars of the installed combination cached in `jar_dir()`, and its `delta` folder holding
-    exactly the installed delta-spark's (linked from the cache, so that switching versions back
-    and forth downloads nothing twice)."""
+def ensure(object_store: bool = False) -> Path:
+    """The jars of the installed combination cached in `jar_dir()` (with `object_store`, S3A's
+    too), and its `delta` folder holding exactly the installed delta-spark's (linked from the
+    cache, so that switching versions back and forth downloads nothing twice)."""
     target = jar_dir()
     delta = delta_jars()
-    wanted = artifacts()
-    what = f"Delta Lake {delta.version} (Spark {delta.spark_minor}) and S3A {HADOOP_VERSION} jars"
+    wanted = artifacts(object_store)
+    what = f"Delta Lake {delta.version} (Spark {delta.spark_minor})"
+    what += f" and S3A {HADOOP_VERSION} jars" if object_store else " jars"
     if missing(target, wanted):
         repository = os.environ.get("LAKEHISTORY_MAVEN_REPOSITORY", MAVEN_CENTRAL)
         print(f"setup: downloading {what} from {repository} (once)")
@@ -239,6 +250,6 @@ def _select(target: Path, names: tuple[str, ...]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["ensure"]:
-        sys.exit("usage: python -m lakehistory.runtime.jars ensure")
-    ensure()
+    if sys.argv[1:] not in (["ensure"], ["ensure", "--object-store"]):
+        sys.exit("usage: python -m lakehistory.runtime.jars ensure [--object-store]")
+    ensure(object_store=sys.argv[2:] == ["--object-store"])

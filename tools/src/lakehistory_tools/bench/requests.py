@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from lakehistory.runtime import jars
 from lakehistory_tools.bench import sync
 from lakehistory_tools.object_store import Store, seaweedfs
 
@@ -84,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     from lakehistory_tools.bench.__main__ import fresh_project
 
+    jars.ensure(object_store=True)
     work = Path(tempfile.mkdtemp(prefix="lakehistory-bench-requests-"))
     with seaweedfs(work / "store", ("lakehouse", "landing")) as store:
         os.environ.update(store.profile_env() | {"LAKEHISTORY_WAREHOUSE": WAREHOUSE})

@@ -12,6 +12,7 @@ from typing import Any
 from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.spark.connections import SparkConnectionManager, SparkCredentials
 from dbt.adapters.sparksession import cut_short
+from dbt.adapters.sparksession.session import CLASS_PATH, refuse_missing_jars
 from dbt_common.exceptions import DbtRuntimeError
 
 METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
@@ -46,6 +47,14 @@ def metastore_in_use(server_side_parameters: dict[str, str], error: str) -> str 
 
 class SparkSessionConnectionManager(SparkConnectionManager):
     TYPE = "sparksession"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        """dbt-spark's, after checking that the jars an embedded session's class path names exist."""
+        parameters = getattr(connection.credentials, "server_side_parameters", None) or {}
+        if "spark.remote" not in parameters:
+            refuse_missing_jars(parameters.get(CLASS_PATH, ""))
+        return super().open(connection)
 
     @contextmanager
     def exception_handler(self, sql: str) -> Generator[None, None, None]:
