@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+import build_tables
 import pytest
 
 from harness import (
@@ -18,6 +19,7 @@ from harness import (
     copy_project,
     unique_schema,
 )
+from lakehistory.history import lock
 from lakehistory_tools.generator import generate
 
 
@@ -55,9 +57,14 @@ def demo(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProjec
     invariant tests included) on the last, over the history of all four. Built once per test
     process; tests only read it."""
     project = DbtProject(copy_project(tmp_path_factory.mktemp("demo")), unique_schema("demo"))
+    made_of = build_tables.fingerprint(DEMO_CONFIG, DEMO_EXTRACTS)  # the sources as the build reads them
     for sync in range(1, DEMO_CONFIG.syncs + 1):
         generate(project.landing, DEMO_CONFIG, extract_tables=DEMO_EXTRACTS, only_sync=sync)
         project.run_ok("build", *(() if sync == DEMO_CONFIG.syncs else ("--exclude-resource-type", "test")))
+    # Saved for the cluster test (`make test-cluster`, after this process): the build it compares
+    # its own with, the writer lock as a build leaves it at exit.
+    lock.let_go_all()
+    build_tables.save(build_tables.saved_demo(), made_of, build_tables.tables_of(project.spark, project.schema))
     return project
 
 

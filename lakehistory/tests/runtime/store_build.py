@@ -16,13 +16,15 @@ import pickle
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' own modules, as pytest has them
+
 DAYS = ([range(1, 21)], [range(1, 21, 2)], [range(3, 8), range(15, 25)])
 MODELS = ("sync_s001", "sync_s002")
 
 
 def main(project: str, profiles: str, local_landing: str, out: str) -> None:
+    from build_tables import comparable, stored_relations
     from dbt.cli.main import dbtRunner
-    from embedded_reference import comparable, stored_relations
     from pyspark.sql import SparkSession
 
     from lakehistory_tools.bench import sync

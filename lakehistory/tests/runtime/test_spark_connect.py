@@ -18,20 +18,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import build_tables
 import pytest
-from embedded_reference import comparable, stored_relations
+from build_tables import comparable, stored_relations
 from object_store import WAREHOUSE, StoreLanding
 from standalone import Cluster
 
-from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
+from harness import DEMO_CONFIG, DEMO_EXTRACTS, PROFILES_DIR, DbtProject, copy_project, unique_schema
 from lakehistory_tools.generator import GeneratorConfig, generate
 from lakehistory_tools.object_store import Store
 
 pytestmark = pytest.mark.connect
 
-# Two days of the CRMP demo: batches merged, extracts snapshotted, _hx, events and states built.
-DEMO = GeneratorConfig(scale=2, syncs=2, seed=5)
-EXTRACTS = ["meta_history", "meta_vars"]
+# Two days of the CRMP demo: batches merged, extracts snapshotted, _hx, events and states built;
+# the `demo` fixture's (conftest.py), whose build `make test-python` saves for this test.
+DEMO, EXTRACTS = DEMO_CONFIG, list(DEMO_EXTRACTS)
 REFERENCE_SCRIPT = Path(__file__).with_name("embedded_reference.py")
 # Both builds run the profiles' four threads: every batch and extract of the demo belongs to its
 # day's sync, whose id is reserved in sync order before any of its tables applies it, so the ids
@@ -41,10 +42,15 @@ REFERENCE_SCRIPT = Path(__file__).with_name("embedded_reference.py")
 
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], dict[str, Counter]]]:
-    """The reference for the cluster's build: the demo built by the embedded engine
-    (embedded_reference.py) in a process and a lakehouse of its own. It builds while the cluster
-    builds (the cluster's processes leave part of the two cores idle); the fixture's value waits
-    for it and returns its tables' rows."""
+    """The reference for the cluster's build: the demo built by the embedded engine. The `demo`
+    fixture's build, saved by `make test-python`, when it was made of the same sources; else built
+    here (embedded_reference.py) in a process and a lakehouse of its own, while the cluster builds
+    (the cluster's processes leave part of the two cores idle). The fixture's value waits for it
+    and returns its tables' rows."""
+    saved = build_tables.load(build_tables.saved_demo(), build_tables.fingerprint(DEMO, tuple(EXTRACTS)))
+    if saved is not None:
+        yield lambda: saved
+        return
     work = tmp_path_factory.mktemp("embedded")
     project = DbtProject(copy_project(work / "project"), unique_schema("embedded"))
     _, env = project.process()
