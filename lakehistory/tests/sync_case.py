@@ -95,6 +95,7 @@ def run(engine: Engine, tables: list[str], invocation: str, threads: bool = Fals
     if not threads:
         for table in tables:
             one(table)
+        assert_known_is_the_table(engine)
         return
     errors: list[BaseException] = []
 
@@ -111,6 +112,24 @@ def run(engine: Engine, tables: list[str], invocation: str, threads: bool = Fals
         w.join()
     if errors:
         raise errors[0]
+    assert_known_is_the_table(engine)
+
+
+def assert_known_is_the_table(engine: Engine) -> None:
+    """What this process keeps of the transactions table while its hold of the writer lock lasts
+    (ledger._Known: each table's last id and version, and the visibility its records computed
+    without reading the table) is what the table holds."""
+    known = ledger._known.get(engine.transactions)
+    if known is None or known.hold != lock.active_hold():
+        return
+    spark = engine.project.spark
+    read = ledger._read_known(spark, engine.transactions, known.hold)
+    assert (known.last_id, known.tables) == (read.last_id, read.tables)
+    if known.visibility is not None:
+        seen, table = known.visibility, ledger._read_visibility(spark, engine.transactions)
+        assert (seen.last_index, seen.last_visible, seen.since) == (table.last_index, table.last_visible, table.since)
+        assert sorted(seen.waiting, key=repr) == sorted(table.waiting, key=repr)
+        assert seen.reserved == table.reserved
 
 
 def ids_by_sync(engine: Engine, prefix: str) -> dict[str, list[tuple[int, str]]]:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from branch_case import TABLES, branch_of, create, current, drop, lakehouse, land, on_branch, publish, tables_of
 from engine_case import Engine, stopping
-from sync_case import COLUMNS, new_process
+from sync_case import COLUMNS, assert_known_is_the_table, new_process
 
 from lakehistory.errors import HistoryError
 from lakehistory.history import syncs, turn
@@ -243,6 +243,7 @@ class Operations:
         found = syncs.operations(self.main.project.spark, log)
         held = [o.reserved.sync.id for o in found if o.waiting]
         assert not held, f"{held} hold tables after: {steps}"
+        assert_known_is_the_table(self.main)
         if ids:
             self.after[ids[-1]] = copy.deepcopy(self.held)
 

@@ -3,6 +3,7 @@
     .local/venv/bin/python -m pytest -p lakehistory_tools.suite_costs -m "not connect and not slow" -n 2 \
         --dist loadgroup --no-loadscope-reorder
     .local/venv/bin/python -m lakehistory_tools.suite_costs        # the table of the last run
+    .local/venv/bin/python -m lakehistory_tools.suite_costs --group-seconds   # conftest.py's GROUP_SECONDS
 
 A pytest plugin: each test process appends, per test, its time (setup, call and teardown), the
 dbt invocations it made (how many, and their seconds), and the seconds its Python threads waited
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -158,9 +160,23 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def group_seconds(rows: list[dict[str, Any]]) -> str:
+    """conftest.py's GROUP_SECONDS from a run: every group of a test that ran 5 s or more, its
+    seconds rounded up to 5, longest first."""
+    seconds: dict[str, float] = defaultdict(float)
+    for r in rows:
+        seconds[r["group"]] += r["seconds"]
+    lines = [
+        f'    "{name}": {int(-(-total // 5) * 5)},'
+        for name, total in sorted(seconds.items(), key=lambda kv: -kv[1])
+        if total >= 5
+    ]
+    return "GROUP_SECONDS = {\n" + "\n".join(lines) + "\n}"
+
+
 def main() -> None:
     rows = [json.loads(line) for line in _log().read_text().splitlines() if line.strip()]
-    print(table(rows))
+    print(group_seconds(rows) if sys.argv[1:] == ["--group-seconds"] else table(rows))
 
 
 if __name__ == "__main__":

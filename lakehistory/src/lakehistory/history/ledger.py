@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -102,12 +102,15 @@ def insert_transactions(
     visible (_visible_after). `recorded`: the rows as _ROW_SCHEMA tuples, to keep what this
     process knows of the table (_Known) up to date; without them, it reads the table again."""
     known = _known.pop(transactions, None)
+    hold = lock.active_hold()
+    # under the same hold as when this process last recorded, no other process wrote the table
+    seen = known.visibility if known is not None and hold is not None and known.hold == hold else None
     if len(rows.columns) > len(COLUMNS):  # the ledger's rows of a publish: its parts last
         given = rows.toDF(*COLUMNS, PARTS)
     else:
         given = rows.toDF(*COLUMNS).withColumn(PARTS, F.lit(None).cast(_PART_SCHEMA))
     new = given.collect()  # a row per table of the transactions: in memory already, or nearly
-    last_index, visible = _visible_after(spark, transactions, new)
+    last_index, visible, after = _visible_after(spark, transactions, new, seen)
     fields = [StructField(f.name, f.dataType) for f in given.schema.fields]
     schema = StructType(
         [
@@ -155,18 +158,58 @@ def insert_transactions(
             " if another writer gave those ids to other batches."
         ) from None
     if known is not None and recorded:
-        _known[transactions] = known.after(recorded)
+        _known[transactions] = replace(known.after(recorded), visibility=after if hold == known.hold else None)
 
 
-def _visible_after(spark: SparkSession, transactions: str, new: Sequence[Row]) -> tuple[int, dict[int, Any]]:
-    """The table's last row index, and when each transaction the `new` rows make visible (theirs,
-    or one recorded before that waited for them) became visible.
+@dataclass(frozen=True)
+class _Waiting:
+    """A row of the transactions table not visible yet, as visibility needs it."""
 
-    A transaction is visible once it is done (every table of its sync recorded it, or the sync
-    was given up; a transaction of one table, when recorded) and every transaction before it is:
-    the consistent cut of lakehistory.version_at_sql, so it became visible at the latest time any
-    of them was done. Two small reads: one aggregate of the table (its last index and visible
-    transaction, and the rows not visible yet), and the syncs reserved after that transaction."""
+    txn_id: int
+    operation: str | None
+    source_table: str | None
+    history_table: str | None
+    committed_at: Any
+
+
+@dataclass(frozen=True)
+class _Visibility:
+    """What _visible_after reads of the transactions table and its syncs table: the last row
+    index, the last visible transaction and when it became visible, the rows not visible yet
+    after it, and the syncs reserved after it (id: tables). Kept by this process with what it
+    knows of the table (_Known) while its hold of the writer lock lasts."""
+
+    last_index: int
+    last_visible: int
+    since: Any
+    waiting: tuple[_Waiting, ...]
+    reserved: dict[int, frozenset[str]]
+
+    def recorded(self, rows: Sequence[Row], visible: dict[int, Any]) -> _Visibility:
+        """After `rows` were written, `visible` the transactions they made visible."""
+        last_visible = max(visible, default=self.last_visible)
+        since = visible[last_visible] if visible else self.since
+        waiting = (*self.waiting, *(_waiting(r) for r in rows))
+        return _Visibility(
+            self.last_index + len(rows),
+            last_visible,
+            since,
+            tuple(w for w in waiting if w.txn_id > last_visible),
+            {txn: tables for txn, tables in self.reserved.items() if txn > last_visible},
+        )
+
+    def reserving(self, reserved: Mapping[int, Sequence[str]]) -> _Visibility:
+        more = {txn: frozenset(tables) for txn, tables in reserved.items() if txn > self.last_visible}
+        return replace(self, reserved={**self.reserved, **more})
+
+
+def _waiting(row: Any) -> _Waiting:
+    return _Waiting(int(row.txn_id), row.operation, row.source_table, row.history_table, row.committed_at)
+
+
+def _read_visibility(spark: SparkSession, transactions: str) -> _Visibility:
+    """Two small reads: one aggregate of the table (its last index and visible transaction, and
+    the rows not visible yet), and the syncs reserved after that transaction."""
     last = spark.sql(
         "select coalesce(max(`row_index`), 0) as `last_index`,"
         " coalesce(max(case when `visible_at` is not null then `txn_id` end), 0) as `last_visible`,"
@@ -175,32 +218,50 @@ def _visible_after(spark: SparkSession, transactions: str, new: Sequence[Row]) -
         f" `history_table`, `committed_at`) end) as `waiting` from {transactions}"
     ).collect()[0]
     after = int(last.last_visible)
-    waiting = [r for r in last.waiting if r.txn_id > after]  # rows another path wrote without a visibility
     reserved = {
-        int(r.txn_id): set(r.tables)
+        int(r.txn_id): frozenset(r.tables)
         for r in spark.table(syncs_relation(transactions)).where(F.col("txn_id") > F.lit(after)).collect()
     }
+    # rows another path wrote without a visibility
+    waiting = tuple(_waiting(r) for r in last.waiting if r.txn_id > after)
+    return _Visibility(int(last.last_index), after, last.since, waiting, reserved)
+
+
+def _visible_after(
+    spark: SparkSession, transactions: str, new: Sequence[Row], seen: _Visibility | None = None
+) -> tuple[int, dict[int, Any], _Visibility]:
+    """The table's last row index, when each transaction the `new` rows make visible (theirs,
+    or one recorded before that waited for them) became visible, and the table's visibility once
+    they are written. `seen`: the visibility as this process left it, when no other wrote since.
+
+    A transaction is visible once it is done (every table of its sync recorded it, or the sync
+    was given up; a transaction of one table, when recorded) and every transaction before it is:
+    the consistent cut of lakehistory.version_at_sql, so it became visible at the latest time any
+    of them was done."""
+    state = seen or _read_visibility(spark, transactions)
+    after = state.last_visible
     done_at: dict[int, Any] = {}
     tables: dict[int, set[str]] = {}
     abandoned: dict[int, Any] = {}
-    for r in [*waiting, *(r for r in new if r.txn_id > after)]:
+    rows: list[Any] = [*state.waiting, *(r for r in new if r.txn_id > after)]
+    for r in rows:
         txn = int(r.txn_id)
         done_at[txn] = max(done_at.get(txn, r.committed_at), r.committed_at)
         tables.setdefault(txn, set()).update(t for t in (r.source_table, r.history_table) if t)
         if r.operation == ABANDON:
             abandoned[txn] = min(abandoned.get(txn, r.committed_at), r.committed_at)
     visible: dict[int, Any] = {}
-    since = last.since
-    for txn in sorted(set(done_at) | set(reserved)):
+    since = state.since
+    for txn in sorted(set(done_at) | set(state.reserved)):
         if txn in abandoned:
             done = abandoned[txn]
-        elif txn in done_at and reserved.get(txn, set()) <= tables[txn]:
+        elif txn in done_at and state.reserved.get(txn, frozenset()) <= tables[txn]:
             done = done_at[txn]
         else:
             break  # it and every transaction after it wait
         since = done if since is None else max(since, done)
         visible[txn] = since
-    return int(last.last_index), visible
+    return state.last_index, visible, state.recorded(new, visible)
 
 
 def backfill_recording_columns(spark: SparkSession, transactions: str) -> None:
@@ -449,6 +510,7 @@ class _Known:
     # history table: its last id, Delta version, last id a revert or undo reserved for it, and
     # last batch sequence
     tables: dict[str, tuple[int, int | None, int, int | None]]
+    visibility: _Visibility | None = None  # once this process recorded in the hold
 
     def of(self, history: str) -> Recorded:
         return Recorded(self.last_id, self.last_started, *self.tables.get(history, _NOTHING_YET))
@@ -465,14 +527,20 @@ class _Known:
             tables[history] = (max(last_id, txn_id), last_version, operation, last_sequence)
         started = max(dt.datetime.fromisoformat(r[9]) for r in rows)
         last_started = started if self.last_started is None else max(self.last_started, started)
-        return _Known(self.hold, max(self.last_id, *(r[0] for r in rows)), last_started, tables)
+        return _Known(self.hold, max(self.last_id, *(r[0] for r in rows)), last_started, tables, self.visibility)
 
 
 _known: dict[str, _Known] = {}  # per transactions table
 
 
-def note_reserved(transactions: str, last_id: int, last_started: dt.datetime, operation_of: Sequence[str] = ()) -> None:
-    """Count ids this process just reserved for syncs (syncs.py) in what it knows; with
+def note_reserved(
+    transactions: str,
+    last_id: int,
+    last_started: dt.datetime,
+    reserved: Mapping[int, Sequence[str]],
+    operation_of: Sequence[str] = (),
+) -> None:
+    """Count ids this process just reserved (`reserved`: each id's tables) in what it knows; with
     `operation_of`, the last one is a revert's or undo's of those history tables."""
     known = _known.get(transactions)
     if known is not None:
@@ -481,7 +549,8 @@ def note_reserved(transactions: str, last_id: int, last_started: dt.datetime, op
         for history in operation_of:
             last, version, _, sequence = tables.get(history, _NOTHING_YET)
             tables[history] = (last, version, last_id, sequence)
-        _known[transactions] = _Known(known.hold, max(known.last_id, last_id), started, tables)
+        visibility = known.visibility.reserving(reserved) if known.visibility is not None else None
+        _known[transactions] = _Known(known.hold, max(known.last_id, last_id), started, tables, visibility)
 
 
 def forget(transactions: str) -> None:

@@ -88,7 +88,8 @@ def reserve(
         seen = {**seen, **made}
         last_started = dt.datetime.fromisoformat(times[-1])
         state = replace(state, last_id=state.last_id + len(new), last_started=last_started)
-        ledger.note_reserved(transactions, state.last_id, last_started)
+        tables_of = {r.txn_id: r.sync.tables for r in made.values()}
+        ledger.note_reserved(transactions, state.last_id, last_started, tables_of)
     if hold is not None:
         _seen[table] = (hold, seen)
     return {sync_id: seen[sync_id] for sync_id in by_id}, state
@@ -262,7 +263,7 @@ def reserve_operation(
     reserved = Reserved(txn_id, started, sync)
     _insert(spark, syncs_relation(transactions), [reserved], request)
     last_started = dt.datetime.fromisoformat(started)
-    ledger.note_reserved(transactions, txn_id, last_started, operation_of=sync.tables)
+    ledger.note_reserved(transactions, txn_id, last_started, {txn_id: sync.tables}, operation_of=sync.tables)
     return Operation(reserved, request, frozenset()), replace(
         state, last_id=txn_id, last_started=last_started, operation_reserved=txn_id
     )
