@@ -113,6 +113,36 @@ def test_a_sync_s_tables_commit_side_by_side_and_are_recorded_in_one_statement(
     assert got == {"tog-s1": [(s1, "tog_a"), (s1, "tog_b")], "tog-s2": [(s1 + 1, "tog_a"), (s1 + 1, "tog_b")]}
 
 
+def test_a_table_applied_after_another_in_the_same_hold_reads_neither_its_history_nor_the_visibility(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a run's first table has read the transactions table under the writer lock, what the
+    process knows answers for the others while the hold lasts: the last commit of a table (no
+    `describe history` before its rules, only the one that finds its own commit after the MERGE)
+    and what a record makes visible (no read of the transactions table or its syncs table). The
+    tables and the ledger are as an uninterrupted run leaves them (run's own check)."""
+    new_process(monkeypatch)
+    tables = land_syncs(engine, "known", {1: ["a", "b", "c"]})
+    run(engine, tables, "known-1")  # creates the tables
+    tables = land_syncs(engine, "known", {2: ["a", "b", "c"]})
+    sql, said = type(engine.project.spark).sql, []
+
+    def seen(spark, statement, *args, **kwargs):  # type: ignore[no-untyped-def]
+        said.append(" ".join(str(statement).split()))
+        return sql(spark, statement, *args, **kwargs)
+
+    monkeypatch.setattr(type(engine.project.spark), "sql", seen)
+    run(engine, tables, "known-2")
+    monkeypatch.undo()
+    described = [s for s in said if s.startswith("describe history")]
+    assert len(described) == 1 + len(tables), described  # the first table's before its rules; each one's own commit
+    visibility_reads = [s for s in said if "as `last_visible`" in s]
+    assert len(visibility_reads) == 1, visibility_reads  # the first record's
+    got = ids_by_sync(engine, "known")
+    s2 = got["known-s2"][0][0]
+    assert got["known-s2"] == [(s2, f"known_{t}") for t in ("a", "b", "c")]
+
+
 def test_a_commit_whose_thread_stopped_before_its_record_is_recorded_once(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,15 +37,17 @@ def _log() -> Path:
 class _Tally:
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.calls = 0  # py4j calls in flight, on any thread
         self.reset()
 
     def reset(self) -> None:
-        self.calls = 0  # py4j calls in flight, on any thread
-        self.since = 0.0
-        self.invocations = 0
-        self.dbt_seconds = 0.0
-        self.jvm_in_dbt = 0.0
-        self.jvm_outside = 0.0
+        """Counts for the next test; a call in flight (a thread of an earlier test's) counts from now."""
+        with self.lock:
+            self.since = time.perf_counter()
+            self.invocations = 0
+            self.dbt_seconds = 0.0
+            self.jvm_in_dbt = 0.0
+            self.jvm_outside = 0.0
 
     def call_starts(self) -> None:
         with self.lock:

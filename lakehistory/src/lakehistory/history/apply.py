@@ -114,8 +114,10 @@ def apply_pending(
             my.reached("columns_added")
             outcome = Outcome()
             try:
-                latest = early.latest if early is not None and early.hold == writer.hold() else None
-                state, recovered = my.recover_applied(target, latest)
+                continuous = early if early is not None and early.hold == writer.hold() else None
+                latest = continuous.latest if continuous is not None else None
+                clean = continuous is not None and continuous.clean
+                state, recovered = my.recover_applied(target, latest, clean=clean)
                 if not exists and state.history_last_id:
                     raise HistoryError(_dropped_message(target, state))
                 pending = plan.not_applied_meanwhile(target, plan.pending(target, pending_batches, recovered), state)
@@ -162,15 +164,17 @@ def _group_end(applicable: list[Batch], at: int, max_batches_per_commit: int | N
 @dataclass(frozen=True)
 class _Early:
     """A first group's changes computed before the writer lock, against the table at `version`,
-    its last commit then (`latest`, a row of its `describe history`), while this process held the
-    lock as `hold` (lock.hold_of; None: it did not). A commit of the table since then takes the
-    lock: if the hold is the same under it, `latest` is still the table's last commit."""
+    its last commit then (`latest`, a row of its `describe history`; None when the writer knew
+    the version without a read: `clean`), while this process held the lock as `hold`
+    (lock.hold_of; None: it did not). A commit of the table since then takes the lock: if the
+    hold is the same under it, `latest` is still the table's last commit."""
 
     batches: list[Batch]
     changes: Changes
     version: int
     latest: Any = None
     hold: int | None = None
+    clean: bool = False  # the writer knew the table and its version without a read (writer.known_clean)
 
     def of(self, group: list[Batch], state: ledger.Recorded) -> tuple[list[Batch], Changes] | None:
         """These changes, if they still stand under the lock: the group starts with the same
@@ -198,13 +202,19 @@ def _early_changes(
     if not batches or _unconfigured_deleted_column(batches, layout) is not None:
         return None
     hold = writer.hold()  # before the read: a take after it is a new hold
-    latest = spark.sql(f"describe history {target} limit 1").collect()[0]
+    known = writer.known_clean(target)
+    if known is not None and known.delta_version is not None:
+        # the table's last commit is the one the transactions table records last: no statement
+        latest, version = None, known.delta_version
+    else:
+        latest = spark.sql(f"describe history {target} limit 1").collect()[0]
+        version = int(latest.version)
     try:
         group = batches[: _group_end(batches, 0, max_batches_per_commit)]
         n, changes = _changes_of(spark, target, staged, layout, versioning, group)
     except HistoryError:
         return None
-    return _Early(group[:n], changes, int(latest.version), latest, hold)
+    return _Early(group[:n], changes, version, latest, hold, clean=latest is None)
 
 
 def _drop_if_never_written(spark: SparkSession, target: str) -> None:

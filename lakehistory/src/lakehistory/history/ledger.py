@@ -559,6 +559,13 @@ def forget(transactions: str) -> None:
     _known.pop(transactions, None)
 
 
+def known_state(transactions: str, hold: tuple[str, int], history: str) -> Recorded | None:
+    """What the transactions table holds for `history`, as this process knows it without a read,
+    when what it knows was read, and changed since, under `hold` (lock.active_hold's form)."""
+    known = _known.get(transactions)
+    return known.of(history) if known is not None and known.hold == hold else None
+
+
 def recorded_for(spark: SparkSession, transactions: str, histories: Sequence[str]) -> dict[str, Recorded]:
     """What the transactions table holds for each of `histories`. One scan answers for every
     history table at once (a group by table, a row each), so under the writer lock, what this

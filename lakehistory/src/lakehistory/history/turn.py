@@ -76,11 +76,14 @@ class Turn:
         reached(self.operation, "recovered")
         return states
 
-    def recover_applied(self, target: str, latest: Any = None) -> tuple[ledger.Recorded, Recovered]:
+    def recover_applied(
+        self, target: str, latest: Any = None, clean: bool = False
+    ) -> tuple[ledger.Recorded, Recovered]:
         """For the apply of `target`'s batches: record what a stopped run left (writer.recover;
-        `latest`: the table's last commit, when the caller knows it is still the last); what the
-        transactions table then holds for it, and the batches recorded by now in this invocation."""
-        state, recovered = self.writer.recover(self.spark, target, latest)
+        `latest`: the table's last commit, when the caller knows it is still the last; `clean`:
+        the caller found the table clean in this hold); what the transactions table then holds
+        for it, and the batches recorded by now in this invocation."""
+        state, recovered = self.writer.recover(self.spark, target, latest, clean)
         reached(self.operation, "recovered")
         return state, recovered | self.writer.recovered_batches()
 

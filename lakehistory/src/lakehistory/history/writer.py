@@ -80,18 +80,37 @@ class Writer:
 
     # --- recovery ---------------------------------------------------------------------------------
 
-    def recover(self, spark: SparkSession, target: str, latest: Any = None) -> tuple[ledger.Recorded, Recovered]:
+    def recover(
+        self, spark: SparkSession, target: str, latest: Any = None, clean: bool = False
+    ) -> tuple[ledger.Recorded, Recovered]:
         """Under the lock: record unrecorded commits, of `target` and of the other tables
         (`_recover_others`). Returns the transactions table's state for `target` (checked last,
         so that its last id counts every other table's) and the batches just recorded.
-        `latest`: `target`'s last commit, when the caller knows it is still the last."""
+        `latest`: `target`'s last commit, when the caller knows it is still the last; `clean`:
+        the caller found `target` clean (known_clean) in the hold the lock still is, so its
+        commits are not read when it still is."""
         recovered, state = self._recover_others(spark, {target}, target)
+        if clean and self.known_clean(target) is not None:
+            state = state or ledger.recorded(spark, self.transactions, target)  # known: no read
+            return state, {(table, *batch) for table, t in recovered for batch in t.batches()}
         lock.unrecorded_of(self.lock).discard(target)
         records.withdraw(self.transactions, target)
         state, txns = ledger.recover(spark, self.transactions, target, self.uuid_sql, state, latest)
         mine = [(target, t) for t in txns]
         self._note_recovered(mine)
         return state, {(table, *batch) for table, t in recovered + mine for batch in t.batches()}
+
+    def known_clean(self, target: str) -> ledger.Recorded | None:
+        """What the transactions table holds for `target`, when this process knows it without a
+        read and knows that `target` has no commit the table lacks: its hold of the writer lock
+        has lasted since this invocation read the transactions table afresh (no other process
+        wrote since), and no commit of `target` it made waits for its record. Else None."""
+        hold = self.hold()
+        if hold is None or self.transactions not in self.invocation.part(Recoveries).read_afresh:
+            return None
+        if target in lock.unrecorded_of(self.lock) | lock.unrecorded_of("") | lock.writing:
+            return None
+        return ledger.known_state(self.transactions, (self.lock, hold), target)
 
     def recover_every(self, spark: SparkSession, then: str) -> ledger.Recorded:
         """Under the lock, for a transaction of no history table's own commit (a capture, a
