@@ -68,33 +68,40 @@ def demo(lakehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> DbtProjec
     return project
 
 
-# The groups that take longest, in seconds in one process (`make test-python` with `--durations=0`,
-# summed per group): queued first, so that neither test process waits for the other at the end
-# (docs/decisions/0003). A file not listed here only queues after these.
+# Every group of 5 s or more, in seconds in one process (`make test-python` with
+# `-p lakehistory_tools.suite_costs`, then `python -m lakehistory_tools.suite_costs --group-seconds`):
+# queued longest first, so that neither test process waits for the other at the end
+# (docs/decisions/0003). A group not listed here queues after these.
 GROUP_SECONDS = {
-    "lakehistory/tests/history/test_branch_ownership.py": 600,
-    "lakehistory/tests/history/test_day_two.py": 480,
-    "demo": 465,
-    "lakehistory/tests/changes/test_events_and_states.py": 450,
-    "lakehistory/tests/history/test_branches.py": 400,
-    "lakehistory/tests/hx/test_hx_tables.py": 330,
-    "lakehistory/tests/history/test_bad_input.py": 300,
-    "lakehistory/tests/history/test_writer_lock.py": 300,
-    "lakehistory/tests/history/test_stops.py": 300,
-    "lakehistory/tests/history/test_schedules.py": 300,
-    "lakehistory/tests/time_travel/test_retention.py": 280,
-    "lakehistory/tests/history/test_revert.py": 270,
-    "lakehistory/tests/history/test_fivetran_history.py": 260,
-    "lakehistory/tests/hx/test_main_tables.py": 260,
-    "lakehistory/tests/history/test_syncs.py": 250,
-    "lakehistory/tests/history/test_sync_reverts.py": 215,
-    "lakehistory/tests/time_travel/test_time_travel.py": 210,
-    "lakehistory/tests/history/test_operation_sequences.py": 150,
-    "lakehistory/tests/history/test_catch_up.py": 120,
-    "lakehistory/tests/history/test_schema_evolution.py": 115,
-    "lakehistory/tests/history/test_fivetran_columns.py": 100,
-    "lakehistory/tests/time_travel/test_any_history.py": 100,
-    "lakehistory/tests/time_travel/test_tags.py": 90,
+    "lakehistory/tests/history/test_branch_ownership.py": 725,
+    "lakehistory/tests/history/test_branches.py": 485,
+    "lakehistory/tests/history/test_day_two.py": 365,
+    "lakehistory/tests/hx/test_main_tables.py": 355,
+    "demo": 345,
+    "lakehistory/tests/history/test_syncs.py": 275,
+    "lakehistory/tests/hx/test_hx_tables.py": 200,
+    "lakehistory/tests/changes/test_events_and_states.py": 195,
+    "lakehistory/tests/history/test_writer_lock.py": 195,
+    "lakehistory/tests/time_travel/test_time_travel.py": 165,
+    "lakehistory/tests/history/test_fivetran_history.py": 160,
+    "lakehistory/tests/history/test_stops.py": 130,
+    "lakehistory/tests/history/test_catch_up.py": 130,
+    "lakehistory/tests/time_travel/test_retention.py": 120,
+    "lakehistory/tests/history/test_bad_input.py": 115,
+    "lakehistory/tests/history/test_revert.py": 105,
+    "lakehistory/tests/history/test_schedules.py": 105,
+    "lakehistory/tests/history/test_operation_sequences.py": 80,
+    "lakehistory/tests/history/test_sync_reverts.py": 75,
+    "lakehistory/tests/history/test_fivetran_columns.py": 65,
+    "lakehistory/tests/history/test_schema_evolution.py": 50,
+    "lakehistory/tests/time_travel/test_tags.py": 50,
+    "lakehistory/tests/time_travel/test_any_history.py": 35,
+    "lakehistory/tests/invariants/test_invariant_tests.py": 20,
+    "lakehistory/tests/adapter/test_sparksession_adapter.py": 20,
+    "lakehistory/tests/history/test_as_a_package.py": 20,
+    "lakehistory/tests/runtime/test_dbt_build.py": 15,
+    "lakehistory/tests/history/test_threads.py": 10,
+    "lakehistory/tests/oracle/test_reference_model.py": 10,
 }
 
 
