@@ -22,7 +22,7 @@ SYNC_MEASURES = {
     "idle_table",
 }
 # one sample per busy table of the counted sync (the headline table count), or one in all
-PER_TABLE = {"busy_table_statements", "busy_table_spark_jobs", "busy_table_lock_seconds"}
+PER_TABLE = {"busy_table_statements", "busy_table_spark_jobs", "busy_table_lock_seconds", "busy_table_dbt_statements"}
 MEASURES = {
     "batch_cost",
     "hand_written",
@@ -52,7 +52,7 @@ FIGURES = {
     "sync_vs_engine_floor",
     "sync_table_marginal",
     "idle_table",
-    *PER_TABLE,
+    *(PER_TABLE - {"busy_table_dbt_statements"}),
 }
 
 

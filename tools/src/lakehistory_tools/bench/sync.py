@@ -8,16 +8,19 @@ a history model (a few hundred rows of history, 4 to 60 columns: tables of sever
 connector's are); each round lands a 5-row batch for every table as one sync (its manifests name
 the sync and every table of it, as a connector's do) and applies them with one `dbt run` of the
 history models, with the profile's threads. Side by side, in alternating order, two floors apply
-the same landed files to Fivetran-shaped copies of the tables in the same Spark session:
-- today's: per table, read the CSV files, one MERGE, one INSERT;
+the same landed files in the same Spark session, each once per round, with as many threads as
+dbt and on the statement settings the product gives a small batch (one shuffle partition, no
+adaptive planning), to copies of the tables in a schema of their own (`<schema>_floors`):
+- today's: per table, read the CSV files, one MERGE, one INSERT, to Fivetran-shaped copies;
 - the engine's, the least the product's contract needs: per table one MERGE that closes the
-  active rows and inserts the new versions, and one ledger insert for the whole sync.
-Each floor runs one table at a time and with as many threads as dbt; the faster counts. One more
-round lands the batches without a sync (as before syncs), for the legacy path's figure, and a
-last one is counted statement by statement: per busy table its Spark statements, Spark jobs and
-seconds held under the writer lock (medians over the tables). It prints the medians, their
-ratios, the cost of one more table (the slope over the table counts) and an idle node's share
-of the run's wall time.
+  current row in transaction time and inserts its ended copy and the new version (`valid_from`,
+  `valid_to`), and one ledger insert for the whole sync.
+At the end both floors' copies are checked to hold what the history tables hold. One more round
+lands the batches without a sync (as before syncs), for the legacy path's figure, and a last one
+is counted statement by statement: per busy table the product's Spark statements (dbt's own
+apart), Spark jobs and seconds held under the writer lock (medians over the tables). It prints
+the medians, their ratios, the cost of one more table (the slope over the table counts) and an
+idle node's share of the run's wall time.
 """
 
 from __future__ import annotations
@@ -33,16 +36,20 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
+from lakehistory.history.session import SMALL_BATCH_SETTINGS, session_conf
 from lakehistory.landing.batch import TMAX, Batch, Column, Sync
 from lakehistory.landing.write import write_batch
 from lakehistory.runtime.paths import local_home
 
 SOURCE = "sync"
-WIDTHS = (4, 12, 30, 60)  # columns of table i: WIDTHS[i % 4], the key among them
+# Every table its own shape, as a connector's are: table i has 4 to 60 columns (the key among
+# them), no two of the first 57 as many, and its types in an order of its own.
+MIN_WIDTH, WIDTHS = 4, 57
 TYPES = ("string", "double", "boolean", "bigint", "date", "timestamp", "decimal(18,2)")
 HISTORY_KEYS = 200  # rows of each table's first batch; the second revises half of them
 BATCH_KEYS = 5
 THREADS = 4  # the profile's
+OPEN = 9223372036854775807  # a current row's valid_to (integer versions, open end 'max')
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 SYSTEM_TYPES = {
     "_fivetran_start": "timestamp",
@@ -62,8 +69,8 @@ def model(i: int) -> str:
 
 def columns(i: int) -> list[Column]:
     """Table i's key and data columns."""
-    width = WIDTHS[i % len(WIDTHS)]
-    return [Column("id", "bigint"), *(Column(f"c{c:02d}", TYPES[c % len(TYPES)]) for c in range(1, width))]
+    width = MIN_WIDTH + i * 23 % WIDTHS  # 23 and 57 share no factor: i = 1..57 give every width once
+    return [Column("id", "bigint"), *(Column(f"c{c:02d}", TYPES[(c + i) % len(TYPES)]) for c in range(1, width))]
 
 
 def _value(type_: str, key: int, n: int, c: int):
@@ -149,11 +156,11 @@ def _typed(spark, landing: Path, i: int, n: int):
     return raw.select(*[F.col(c).cast(types[c]) for c in types])
 
 
-def hand_apply(spark, landing: Path, schema: str, i: int, *, n: int, threads: int) -> None:
+def hand_apply(spark, landing: Path, schema: str, i: int, *, n: int) -> None:
     """Today's floor for one table: its batch's files read and typed, one MERGE that ends the
     active rows of the batch's keys (rule 8), one INSERT of the new versions (rule 9)."""
     rows = _typed(spark, landing, i, n)
-    target = f"`{schema}`.`{hand_table(i, threads)}`"
+    target = f"`{floors(schema)}`.`{hand_table(i)}`"
     spark.sql(
         f"""
         merge into {target} as t
@@ -167,24 +174,37 @@ def hand_apply(spark, landing: Path, schema: str, i: int, *, n: int, threads: in
     rows.write.format("delta").mode("append").saveAsTable(target)
 
 
-def engine_apply(spark, landing: Path, schema: str, i: int, *, n: int, threads: int) -> dict:
-    """The engine's floor for one table: one MERGE whose source holds each new version twice, once
-    keyed to close the key's active row and once unkeyed to be inserted. Returns its ledger row."""
+def engine_apply(spark, landing: Path, schema: str, i: int, *, n: int) -> dict:
+    """The engine's floor for one table: what the contract writes, in one MERGE. A key the batch
+    changes has its current row closed in transaction time (`valid_to` = the transaction), and gets
+    that row's ended copy (`_fivetran_end` before the new start, not active) and the new version,
+    both valid from the transaction; a new key gets its version. The source reads the table's
+    current rows of the batch's keys. Returns its ledger row."""
     rows = _typed(spark, landing, i, n)
-    target = f"`{schema}`.`{engine_table(i, threads)}`"
-    names = [c.name for c in columns(i)] + list(SYSTEM_TYPES)
-    listed = ", ".join(f"`{c}`" for c in names)
+    target = f"`{floors(schema)}`.`{engine_table(i)}`"
+    data = [c.name for c in columns(i)] + list(SYSTEM_TYPES)
+    listed = ", ".join(f"`{c}`" for c in [*data, "valid_from", "valid_to"])
+    ended = {"_fivetran_end": "`_next` - interval 1 millisecond", "_fivetran_active": "false"}
+    ended_copy = ", ".join(ended.get(c, f"`{c}`") for c in data)
+    row = ", ".join(f"`{c}`" for c in data)
     spark.sql(
         f"""
         merge into {target} as t
         using (
-            select `id` as `_merge_key`, * from {{rows}}
+            with `r` as (select * from {{rows}}),
+            `c` as (
+                select c.*, r.`_fivetran_start` as `_next` from {target} as c
+                join `r` on c.`id` = r.`id`
+                where c.`valid_to` = {OPEN} and c.`_fivetran_active`
+            )
+            select `id` as `_merge_key`, `valid_from` as `_merge_from`, {listed} from `c`
             union all
-            select cast(null as bigint) as `_merge_key`, * from {{rows}}
+            select null, null, {ended_copy}, {n}, {OPEN} from `c`
+            union all
+            select null, null, {row}, {n}, {OPEN} from `r`
         ) as s
-        on t.`id` = s.`_merge_key` and t.`_fivetran_active`
-        when matched then update set
-            t.`_fivetran_end` = s.`_fivetran_start` - interval 1 millisecond, t.`_fivetran_active` = false
+        on t.`id` = s.`_merge_key` and t.`valid_from` = s.`_merge_from` and t.`valid_to` = {OPEN}
+        when matched then update set t.`valid_to` = {n}
         when not matched and s.`_merge_key` is null then insert ({listed}) values ({listed})
         """,
         rows=rows,
@@ -192,19 +212,24 @@ def engine_apply(spark, landing: Path, schema: str, i: int, *, n: int, threads: 
     return {"txn_id": n, "history_table": target, "batch_id": f"{n:06d}"}
 
 
+def floors(schema: str) -> str:
+    """The floors' schema: beside dbt's, so that their copies are not in the listing of dbt's."""
+    return f"{schema}_floors"
+
+
 def engine_ledger(schema: str) -> str:
     """The engine floor's ledger: a row per table and sync."""
-    return f"`{schema}`.`engine_ledger`"
+    return f"`{floors(schema)}`.`engine_ledger`"
 
 
-def hand_table(i: int, threads: int) -> str:
-    """Today's floor's Fivetran-shaped copy of table i, one per way it is applied."""
-    return f"hand{threads}_{table(i)}"
+def hand_table(i: int) -> str:
+    """Today's floor's Fivetran-shaped copy of table i."""
+    return f"hand_{table(i)}"
 
 
-def engine_table(i: int, threads: int) -> str:
-    """The engine floor's copy of table i, one per way it is applied."""
-    return f"engine{threads}_{table(i)}"
+def engine_table(i: int) -> str:
+    """The engine floor's copy of table i, as the history table holds it."""
+    return f"engine_{table(i)}"
 
 
 def headline(counts: Sequence[int]) -> int:
@@ -228,14 +253,16 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
     land_sync(landing, 1, every, range(1, HISTORY_KEYS + 1))
     land_sync(landing, 2, every, range(1, HISTORY_KEYS + 1, 2))
     dbt(schema, landing, "run", "--select", *[model(i) for i in every])  # the history: not timed
-    copies = [hand_table, engine_table]
+    spark.sql(f"create schema if not exists `{floors(schema)}`")
     for i in every:
-        for copy in copies:
-            for threads in (1, THREADS):
-                spark.sql(
-                    f"create or replace table `{schema}`.`{copy(i, threads)}` using delta as"
-                    f" select * except (`valid_from`, `valid_to`) from `{schema}`.`{model(i)}`"
-                )
+        spark.sql(
+            f"create or replace table `{floors(schema)}`.`{hand_table(i)}` using delta as"
+            f" select * except (`valid_from`, `valid_to`) from `{schema}`.`{model(i)}`"
+        )
+        spark.sql(
+            f"create or replace table `{floors(schema)}`.`{engine_table(i)}` using delta as"
+            f" select * from `{schema}`.`{model(i)}`"
+        )
     spark.sql(
         f"create or replace table {engine_ledger(schema)}"
         " (`txn_id` bigint, `history_table` string, `batch_id` string) using delta"
@@ -272,6 +299,8 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
         share = wall * sum(idle) / sum(nodes.values()) / max(len(idle), 1)
         meter.record("idle_table", idle_of, r, share, tables=idle_of, idle_tables=len(idle), run_seconds=round(wall, 3))
         _catch_up_floors(spark, landing, schema, busy_numbers, n)
+        if r == 1:  # a floor that is not the product's work fails the bench at once
+            check_floors(spark, schema, most)
         say(
             f"sync round {r}: "
             + ", ".join(f"{name} of {tables} tables {s:.1f}s" for (name, tables), s in sorted(took.items()))
@@ -290,10 +319,34 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
         for at, value in enumerate(values, start=1):
             meter.record(name, idle_of, at, value, tables=idle_of)
     _catch_up_floors(spark, landing, schema, range(1, idle_of + 1), n)
+    check_floors(spark, schema, most)
     say(
         f"legacy (no sync) {idle_of} tables {legacy.seconds:.1f}s; per busy table (medians): "
         + ", ".join(f"{name} {statistics.median(v):.2f}" for name, v in per_table.items())
     )
+
+
+def check_floors(spark, schema: str, tables: int) -> None:
+    """The floors did the product's work: each floor copy holds the history table's current rows,
+    and the engine floor's also its rows closed in transaction time (their `valid_to`, the
+    transaction, aside: the floor numbers transactions by batch)."""
+    for i in range(1, tables + 1):
+        data = ", ".join(f"`{c}`" for c in [*(c.name for c in columns(i)), *SYSTEM_TYPES])
+        history = f"`{schema}`.`{model(i)}`"
+        for copy, rows in (
+            (hand_table(i), f"select {data} from {{}} where `_fivetran_active`"),
+            (engine_table(i), f"select {data}, `valid_to` = {OPEN} as `current` from {{}}"),
+        ):
+            ours, floor = rows.format(history), rows.format(f"`{floors(schema)}`.`{copy}`")
+            if copy == hand_table(i):
+                ours += f" and `valid_to` = {OPEN}"
+            differ = spark.sql(
+                f"select count(*) from (({ours}) except all ({floor}) union all (({floor}) except all ({ours})))"
+            )
+            if differ.collect()[0][0]:
+                raise RuntimeError(
+                    f"the floor's {copy} does not hold what {history} holds: the floor is not the product's work"
+                )
 
 
 def _keys(r: int) -> range:
@@ -302,10 +355,10 @@ def _keys(r: int) -> range:
 
 def _catch_up_floors(spark, landing: Path, schema: str, numbers: Sequence[int], n: int) -> None:
     """The floors' copies take batch n too (untimed), so they stay alike."""
-    for i in numbers:
-        for threads in (1, THREADS):
-            hand_apply(spark, landing, schema, i, n=n, threads=threads)
-            engine_apply(spark, landing, schema, i, n=n, threads=threads)
+    with session_conf(spark, SMALL_BATCH_SETTINGS):
+        for i in numbers:
+            hand_apply(spark, landing, schema, i, n=n)
+            engine_apply(spark, landing, schema, i, n=n)
 
 
 def _counted_run(dbt, spark, schema: str, landing: Path, tables: int, listing: Path) -> dict[str, list[float]]:
@@ -333,6 +386,7 @@ def _counted_run(dbt, spark, schema: str, landing: Path, tables: int, listing: P
         "busy_table_statements": [],
         "busy_table_spark_jobs": [],
         "busy_table_lock_seconds": [],
+        "busy_table_dbt_statements": [],
     }
     for r in result.result.results:
         spans = [t for t in r.timing if t.started_at and t.completed_at]  # compile (the staging) and execute
@@ -340,11 +394,14 @@ def _counted_run(dbt, spark, schema: str, landing: Path, tables: int, listing: P
             continue
         began, ended = min(t.started_at.timestamp() for t in spans), max(t.completed_at.timestamp() for t in spans)
         mine = [a for a in recorder.actions if a.thread == r.thread_id and began <= a.wall <= ended]
-        figures["busy_table_statements"].append(len(mine))
-        figures["busy_table_spark_jobs"].append(sum(a.jobs for a in mine))
+        product = [a for a in mine if a.where != "dbt"]  # dbt's own (its listings, its hooks) apart
+        figures["busy_table_statements"].append(len(product))
+        figures["busy_table_spark_jobs"].append(sum(a.jobs for a in product))
         figures["busy_table_lock_seconds"].append(turns.held(r.thread_id, began, ended))
+        figures["busy_table_dbt_statements"].append(len(mine) - len(product))
         lines.append(
-            f"{r.node.name}: {ended - began:.2f}s, {len(mine)} statements, {sum(a.jobs for a in mine)} jobs,"
+            f"{r.node.name}: {ended - began:.2f}s, {len(product)} statements of the product's and"
+            f" {len(mine) - len(product)} of dbt's, {sum(a.jobs for a in product)} jobs,"
             f" {figures['busy_table_lock_seconds'][-1]:.2f}s held"
         )
         lines += [f"  {a.wall - began:6.2f} {a.seconds:6.2f} {a.jobs:3d}  {a.where:<40} {a.what}" for a in mine]
@@ -437,31 +494,24 @@ def _ledger_version(spark, schema: str) -> int:
 
 
 def _floor(spark, landing: Path, schema: str, tables: int, n: int) -> float:
-    """Today's floor: the faster of one table at a time and THREADS at once, each on copies of its own."""
-    times = []
-    for threads in (1, THREADS):
-        began = time.perf_counter()
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(partial(hand_apply, spark, landing, schema, n=n, threads=threads), range(1, tables + 1)))
-        times.append(time.perf_counter() - began)
-    return min(times)
+    """Today's floor: each table's batch applied by hand, THREADS tables at once (as dbt's threads),
+    on the statement settings the product gives a small batch."""
+    began = time.perf_counter()
+    with session_conf(spark, SMALL_BATCH_SETTINGS), ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(partial(hand_apply, spark, landing, schema, n=n), range(1, tables + 1)))
+    return time.perf_counter() - began
 
 
 def _engine_floor(spark, landing: Path, schema: str, tables: int, n: int) -> float:
-    """The engine's floor: a MERGE per table (one at a time, or THREADS at once: the faster), then
-    the sync's ledger rows in one INSERT."""
-    times = []
-    for threads in (1, THREADS):
-        began = time.perf_counter()
-        with ThreadPoolExecutor(threads) as pool:
-            rows = list(
-                pool.map(partial(engine_apply, spark, landing, schema, n=n, threads=threads), range(1, tables + 1))
-            )
-        spark.createDataFrame(rows, "txn_id bigint, history_table string, batch_id string").write.format("delta").mode(
-            "append"
-        ).saveAsTable(engine_ledger(schema))
-        times.append(time.perf_counter() - began)
-    return min(times)
+    """The engine's floor: a MERGE per table, THREADS tables at once, then the sync's ledger rows in
+    one INSERT, on the statement settings the product gives a small batch."""
+    began = time.perf_counter()
+    with session_conf(spark, SMALL_BATCH_SETTINGS):
+        with ThreadPoolExecutor(THREADS) as pool:
+            rows = list(pool.map(partial(engine_apply, spark, landing, schema, n=n), range(1, tables + 1)))
+        ledger = spark.createDataFrame(rows, "txn_id bigint, history_table string, batch_id string")
+        ledger.write.format("delta").mode("append").saveAsTable(engine_ledger(schema))
+    return time.perf_counter() - began
 
 
 def report(meter, counts: list[int]) -> None:
@@ -484,7 +534,12 @@ def report(meter, counts: list[int]) -> None:
         print(f"the transactions table's commits in a sync of {tables} tables: {commits:.0f} (median)")
     print(f"legacy (batches of no sync), {headline(counts)} tables: {median('sync_legacy'):.1f}s")
     print(f"idle_table: an idle node's share of the run's wall time {median('idle_table'):.2f}s (median)")
-    for name in ("busy_table_statements", "busy_table_spark_jobs", "busy_table_lock_seconds"):
+    for name in (
+        "busy_table_statements",
+        "busy_table_spark_jobs",
+        "busy_table_lock_seconds",
+        "busy_table_dbt_statements",
+    ):
         print(f"{name}: {median(name):.2f} (median over the busy tables of one sync)")
 
 
