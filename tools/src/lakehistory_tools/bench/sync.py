@@ -256,8 +256,8 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
     spark.sql(f"create schema if not exists `{floors(schema)}`")
     for i in every:
         spark.sql(
-            f"create or replace table `{floors(schema)}`.`{hand_table(i)}` using delta as"
-            f" select * except (`valid_from`, `valid_to`) from `{schema}`.`{model(i)}`"
+            f"create or replace table `{floors(schema)}`.`{hand_table(i)}` using delta as"  # the Fivetran table:
+            f" select * except (`valid_from`, `valid_to`) from `{schema}`.`{model(i)}` where `valid_to` = {OPEN}"
         )
         spark.sql(
             f"create or replace table `{floors(schema)}`.`{engine_table(i)}` using delta as"
