@@ -204,6 +204,7 @@ def engine_apply(spark, landing: Path, schema: str, i: int, *, n: int) -> dict:
             select null, null, {row}, {n}, {OPEN} from `r`
         ) as s
         on t.`id` = s.`_merge_key` and t.`valid_from` = s.`_merge_from` and t.`valid_to` = {OPEN}
+            and t.`_fivetran_active`
         when matched then update set t.`valid_to` = {n}
         when not matched and s.`_merge_key` is null then insert ({listed}) values ({listed})
         """,
