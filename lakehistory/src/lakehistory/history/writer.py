@@ -87,8 +87,8 @@ class Writer:
         (`_recover_others`). Returns the transactions table's state for `target` (checked last,
         so that its last id counts every other table's) and the batches just recorded.
         `latest`: `target`'s last commit, when the caller knows it is still the last; `clean`:
-        the caller found `target` clean (known_clean) in the hold the lock still is, so its
-        commits are not read when it still is."""
+        the caller found `target` clean (known_clean) under this same hold: if it still is, its
+        commits are not read."""
         recovered, state = self._recover_others(spark, {target}, target)
         if clean and self.known_clean(target) is not None:
             state = state or ledger.recorded(spark, self.transactions, target)  # known: no read
