@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from lakehistory.history import ledger
 from lakehistory.history.layout import Layout
+from lakehistory.history.one_batch import one_batch_sql
 from lakehistory.history.rules import (
     CANDIDATES_VIEW,
     GROUP_VIEW,
@@ -83,11 +84,19 @@ def compute_changes(
     ).createOrReplaceTempView(GROUP_VIEW)
     stage_stored(spark, target, layout, versions, first, key_range(group))
     with session_conf(spark, {RUNTIME_BLOOM_FILTER: "false"}):
-        candidates = spark.sql(candidates_sql(layout, first.schema_changes, first.truncate)).localCheckpoint()
-        candidates.createOrReplaceTempView(CANDIDATES_VIEW)
-        frame = spark.sql(changes_sql(layout, first.rewrites)).localCheckpoint()
+        if len(group) == 1 and not first.rewrites:
+            frame = spark.sql(one_batch_sql(layout, marks_deleted(first, layout))).localCheckpoint()
+        else:
+            candidates = spark.sql(candidates_sql(layout, first.schema_changes, first.truncate)).localCheckpoint()
+            candidates.createOrReplaceTempView(CANDIDATES_VIEW)
+            frame = spark.sql(changes_sql(layout, first.rewrites)).localCheckpoint()
     frame.createOrReplaceTempView(CHANGES_VIEW)
     return _counted(frame)
+
+
+def marks_deleted(batch: Batch, layout: Layout) -> bool:
+    """Whether `batch` names the model's deleted column, which the rows it closes then set."""
+    return layout.deleted_column is not None and (batch.deleted_column or "").lower() == layout.deleted_column.lower()
 
 
 def _counted(frame: DataFrame) -> Changes:

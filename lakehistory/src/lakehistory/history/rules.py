@@ -186,7 +186,6 @@ def changes_sql(layout: Layout, rewritten: bool = False) -> str:
     k = layout.keys
     row = cols(layout.row)
     by_key = cols(k)
-    content = "named_struct(" + ", ".join(f"{lit(c)}, {q(c)}" for c in layout.content) + ")"
     plain = layout.plain
     sep = ",\n        "
     base = [
@@ -205,15 +204,6 @@ def changes_sql(layout: Layout, rewritten: bool = False) -> str:
                 f" then coalesce(v.`_lh_prev_{i}`, named_struct('v', b.`_lh_base_{i}`)).v else v.{q(c)} end"
             )
     resolved_columns = sep.join(f"{expr} as {q(c)}" for expr, c in zip(resolved, layout.data, strict=True))
-    open_piece = ", ".join(f"{lit(c)}, {q(c)}" for c in layout.row)
-    closed_piece = ", ".join(
-        f"{lit(c)}, "
-        + {
-            END: "`_lh_touch`.end",
-            ACTIVE: "false",
-        }.get(c, f"`_lh_touch`.mark or {q(c)}" if c == layout.deleted_column else q(c))
-        for c in layout.row
-    )
     ctes = [
         f"cand as (\n    select * from {q(CANDIDATES_VIEW)}\n)",
         f"""firsts as (
@@ -251,6 +241,29 @@ def changes_sql(layout: Layout, rewritten: bool = False) -> str:
     left join bases as b on {same_key("v", "b", k)} and v.`_lh_b` = b.`_lh_b`
     where v.`_lh_b` > 0 and (v.`_lh_kind` = 'replace' or v.`_lh_replace_before` is not null or b.`_lh_has_base`)
 )""",
+    ]
+    return changes_from_lives(layout, ctes, rewritten)
+
+
+def changes_from_lives(layout: Layout, ctes: list[str], rewritten: bool = False) -> str:
+    """The change set from `lives` (a CTE among `ctes`: each stored row and kept version with
+    `_lh_b`, `_lh_removed`, `_lh_touch` and `_lh_interleave`): its pieces in transaction time, the
+    physical rows they make, and which of them the table holds now."""
+    k = layout.keys
+    row = cols(layout.row)
+    by_key = cols(k)
+    content = "named_struct(" + ", ".join(f"{lit(c)}, {q(c)}" for c in layout.content) + ")"
+    open_piece = ", ".join(f"{lit(c)}, {q(c)}" for c in layout.row)
+    closed_piece = ", ".join(
+        f"{lit(c)}, "
+        + {
+            END: "`_lh_touch`.end",
+            ACTIVE: "false",
+        }.get(c, f"`_lh_touch`.mark or {q(c)}" if c == layout.deleted_column else q(c))
+        for c in layout.row
+    )
+    ctes = [
+        *ctes,
         f"""pieces as (
     -- a row's content until it is closed or removed, then its closed content until removed
     select p.*
