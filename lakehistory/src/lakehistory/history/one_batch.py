@@ -97,30 +97,24 @@ def one_batch_sql(layout: Layout, marks_deleted: bool) -> str:
     from fates as f
 )""",
         f"""lives as (
-    -- rules 8, 11: the batch's earliest start closes an active stored row it does not remove (at
-    -- that start - 1 ms), a delete closes the key's rows, its versions too (at the delete time)
-    select
-        {row},
-        0L as `_lh_b`,
-        case when `_lh_removed_now` then 1L end as `_lh_removed`,
-        case
-            when `_lh_e` is not null then named_struct('b', 1L, 'end', `_lh_e` - interval 1 millisecond, 'mark', {mark})
-            when `_lh_d` is not null then named_struct('b', 1L, 'end', `_lh_d`, 'mark', {mark})
-        end as `_lh_touch`,
-        cast(null as bigint) as `_lh_interleave`
-    from looked_back
-    where `_lh_b` = 0
-    union all
+    -- one select, not a union of the stored rows and the versions, so that the windows above run
+    -- once (a stored row has no unmodified cell: its columns resolve to themselves). Rules 8, 11:
+    -- the batch's earliest start closes an active stored row it does not remove (at that start
+    -- - 1 ms); a delete closes the key's rows, its versions too (at the delete time).
     select
         {sep.join(part for part in (cols(k), resolved_columns, cols(SYSTEM)) if part)},
-        1L,
-        cast(null as bigint),
-        case when `_lh_d` is not null then named_struct('b', 1L, 'end', `_lh_d`, 'mark', {mark}) end,
-        -- the version goes below a row still there (of no effect in a group of one batch)
-        case when `_lh_top` > `_lh_first` then 1L end
+        `_lh_b`,
+        case when `_lh_removed_now` then 1L end as `_lh_removed`,
+        case
+            when `_lh_b` = 0 and `_lh_e` is not null
+                then named_struct('b', 1L, 'end', `_lh_e` - interval 1 millisecond, 'mark', {mark})
+            when `_lh_d` is not null then named_struct('b', 1L, 'end', `_lh_d`, 'mark', {mark})
+        end as `_lh_touch`,
+        -- a version that goes below a row still there (of no effect in a group of one batch)
+        case when `_lh_b` = 1 and `_lh_top` > `_lh_first` then 1L end as `_lh_interleave`
     from looked_back
-    where `_lh_b` = 1 and {is_version}
-        and (`_lh_kind` = 'replace' or `_lh_replace_before` is not null or `_lh_has_base`)
+    where `_lh_b` = 0
+        or ({is_version} and (`_lh_kind` = 'replace' or `_lh_replace_before` is not null or `_lh_has_base`))
 )""",
     ]
     return changes_from_lives(layout, ctes)
