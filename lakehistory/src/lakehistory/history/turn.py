@@ -95,6 +95,11 @@ class Turn:
         """For a transaction of no history table's own commit: what any table left, recorded."""
         return self.writer.recover_every(self.spark, then)
 
+    def made_anew(self, transactions: str) -> None:
+        """`transactions` is a table this operation made under a name this process may know (a
+        branch's ledger, made again): what the process kept of the old table goes."""
+        ledger.forget(transactions)
+
     def operations(self) -> list[syncs.Operation]:
         """The stopped reservations, and those of this request, in id order."""
         return syncs.operations(self.spark, self.writer.transactions, self.request)

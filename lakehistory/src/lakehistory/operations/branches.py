@@ -221,7 +221,7 @@ def create(
                     )
                 cloned.append(table.model)
         _clone_cut(spark, transactions, branch.transactions, fork)
-        ledger.forget(branch.transactions)  # what this process kept of an earlier branch of the name
+        my.made_anew(branch.transactions)  # an earlier branch of the name may have had a ledger
         # On the branch, every transaction up to the fork names the branch's table, and is in the
         # clone's first version; an edit's sequence names a version of main's main table, which
         # the branch does not have.
