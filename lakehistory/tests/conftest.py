@@ -84,6 +84,7 @@ GROUP_SECONDS = {
     "lakehistory/tests/history/test_writer_lock.py": 195,
     "lakehistory/tests/time_travel/test_time_travel.py": 165,
     "lakehistory/tests/history/test_fivetran_history.py": 160,
+    "lakehistory/tests/history/test_one_batch.py": 140,
     "lakehistory/tests/history/test_stops.py": 130,
     "lakehistory/tests/history/test_catch_up.py": 130,
     "lakehistory/tests/time_travel/test_retention.py": 120,
