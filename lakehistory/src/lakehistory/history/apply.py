@@ -48,7 +48,7 @@ from lakehistory.history.group import (
     write_group,
 )
 from lakehistory.history.layout import Layout
-from lakehistory.history.session import own_session, session_conf
+from lakehistory.history.session import classic_session, own_session, session_conf
 from lakehistory.history.staged import settings_for, staged_batches
 from lakehistory.history.table import (
     Versioning,
@@ -344,12 +344,12 @@ def _apply_group(
         if outside_turn:
             # Ids a sync reserved are no other table's to take: the other dbt threads go on
             # meanwhile, and the first to take the turn next records the commits made by then.
-            with lock.writing_outside_turn(target):
+            with lock.writing_outside_turn(target), records.writing(writer.transactions, target) as mine:
                 with metadata:
                     write_group(spark, target, layout, versions, version, changes, group[:n])
                     commit = own_commit(spark, target, txns)
-                waiting = records.wait(writer.transactions, target, commit)
-            writer.record_waiting(spark, waiting, stop=my.reached)
+                records.wait(writer.transactions, mine, commit, peers=classic_session(spark))
+            writer.record_waiting(spark, mine, stop=my.reached)
         else:
             with metadata:
                 write_group(spark, target, layout, versions, version, changes, group[:n])

@@ -54,7 +54,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakehistory.errors import HistoryError
-from lakehistory.history.session import writer_turn
+from lakehistory.history.session import classic_session, writer_turn
 from lakehistory.history.transactions import create_if_missing
 from lakehistory.invocation import say
 
@@ -111,7 +111,7 @@ def holder_label(spark: SparkSession | None = None) -> str:
     the session's user, and the machine's identity (containers may share a host name, never a
     boot and a pid namespace)."""
     label = f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"
-    if spark is not None and _is_connect(spark):
+    if spark is not None and not classic_session(spark):
         connect: Any = spark  # pyspark.sql.connect's SparkSession
         label += f" session {connect.session_id} of {connect.client._user_id or '-'}"
     elif spark is not None:
@@ -137,7 +137,7 @@ def dead_because(spark: SparkSession, holder: str | None) -> str | None:
         jvm = int(found["jvm"])
         if here and not _alive(pid) and not _alive(jvm):
             return f"its process {pid} and Spark JVM {jvm} are gone from this machine"
-    elif found["session"] and _is_connect(spark):
+    elif found["session"] and not classic_session(spark):
         return _session_dead_because(spark, found["session"], found["user"], pid if here else None)
     return None
 
@@ -209,13 +209,9 @@ def _wait_for_statements(client: Any, settle_seconds: float = 5, seconds: float 
         time.sleep(0.2)
 
 
-def _is_connect(spark: SparkSession) -> bool:
-    return getattr(spark, "_jsparkSession", None) is None
-
-
 def _embedded_metastore(spark: SparkSession) -> bool:
     """This process runs Spark itself (not through Connect) on an embedded Derby metastore."""
-    if _is_connect(spark):
+    if not classic_session(spark):
         return False
     conf = spark.sparkContext.getConf()
     if conf.get("spark.sql.catalogImplementation", "in-memory") != "hive" or conf.get(
@@ -489,7 +485,7 @@ def _lock_session(spark: SparkSession) -> SparkSession:
     running meanwhile (a run starting while the keeper renews) would list that view and then
     miss it. A child session shares the metastore, Delta and the SparkContext, and keeps its
     temporary views to itself. Over Spark Connect the DataFrame travels with the statement."""
-    if _is_connect(spark) or spark in _lock_sessions.values():  # Connect, or a lock's
+    if not classic_session(spark) or spark in _lock_sessions.values():  # Connect, or a lock's
         return spark
     if spark not in _lock_sessions:
         child = spark.newSession()

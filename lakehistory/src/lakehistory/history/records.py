@@ -2,9 +2,10 @@
 
 A sync's ids are reserved before any of its tables is written, so each table commits outside
 the writer's turn (lock.writing_outside_turn) while the other dbt threads go on; its record then
-waits for the turn. The thread that takes the turn first records every commit that waits by
-then, in one statement of the transactions table, and the others find theirs done: a sync of
-many tables costs a few records, not one a table. A node's rows are still recorded when the node
+waits for the turn. A table that has committed first waits a moment for the tables that were
+writing then, so that their commits wait too; the thread that takes the turn first records every
+commit that waits by then, in one statement of the transactions table, and the others find
+theirs done: a sync of many tables costs a few records, not one a table. A node's rows are still recorded when the node
 ends, so the models after it in the same run read them.
 """
 
@@ -52,23 +53,59 @@ def record_commits(
 
 @dataclass(eq=False)
 class Waiting:
-    """A history table's commit whose transactions the transactions table lacks yet."""
+    """A history table's commit whose transactions the transactions table lacks yet (`commit`
+    None: the table is writing it)."""
 
     target: str
-    commit: ledger.Commit
+    commit: ledger.Commit | None = None
     recorded: bool = False
 
 
 _mutex = threading.Lock()
+_changed = threading.Condition(_mutex)
 _waiting: dict[str, list[Waiting]] = {}  # per transactions table
+_writing: dict[str, list[Waiting]] = {}  # per transactions table: the tables committing outside the turn
+# How long a committed table waits at most for the tables that were writing when it committed,
+# so that one record takes them all: about a MERGE of a small batch, a few times over.
+PEERS_SECONDS = 5.0
 
 
-def wait(transactions: str, target: str, commit: ledger.Commit) -> Waiting:
-    """Count `commit` of `target` among those to record next (outside the turn, right after it)."""
-    entry = Waiting(target, commit)
+@contextlib.contextmanager
+def writing(transactions: str, target: str) -> Iterator[Waiting]:
+    """The block writes `target`'s commit outside the turn: a table of this process that commits
+    meanwhile waits for it (`wait`), so that one record takes both. Whatever ends the block
+    (its commit waiting, an error) ends the wait for it."""
+    entry = Waiting(target)
     with _mutex:
-        _waiting.setdefault(transactions, []).append(entry)
-    return entry
+        _writing.setdefault(transactions, []).append(entry)
+    try:
+        yield entry
+    finally:
+        with _changed:
+            if entry in _writing.get(transactions, []):
+                _writing[transactions].remove(entry)
+            _changed.notify_all()
+
+
+def wait(transactions: str, mine: Waiting, commit: ledger.Commit, peers: bool = True) -> None:
+    """Count `commit` (of `mine`, a `writing` block's) among those to record next; then, with
+    `peers`, wait (up to PEERS_SECONDS) until the other tables writing now have committed too,
+    or failed, or until another thread recorded this commit. Called outside the turn: the
+    tables waited for never wait for this thread (over Spark Connect the thread keeps its turn,
+    and waits for no one: `peers` false)."""
+    with _changed:
+        mine.commit = commit
+        _waiting.setdefault(transactions, []).append(mine)
+        writing_now = _writing.get(transactions, [])
+        if mine in writing_now:
+            writing_now.remove(mine)
+        _changed.notify_all()
+        if not peers:
+            return
+        before = list(writing_now)
+        _changed.wait_for(
+            lambda: mine.recorded or not any(w in _writing.get(transactions, []) for w in before), PEERS_SECONDS
+        )
 
 
 def withdraw(transactions: str, target: str) -> None:
@@ -91,10 +128,14 @@ def record_waiting(
             return
         together = _waiting.pop(transactions, [])
     try:
-        record_commits(spark, transactions, [(w.target, w.commit) for w in together], uuid_sql, stop=stop)
+        record_commits(
+            spark, transactions, [(w.target, w.commit) for w in together if w.commit is not None], uuid_sql, stop=stop
+        )
     except BaseException:
         with _mutex:
             _waiting.setdefault(transactions, []).extend(w for w in together if w is not mine)
         raise
-    for entry in together:
-        entry.recorded = True
+    with _changed:
+        for entry in together:
+            entry.recorded = True
+        _changed.notify_all()

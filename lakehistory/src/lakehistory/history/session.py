@@ -39,13 +39,18 @@ def own_session(spark: SparkSession) -> Iterator[SparkSession]:
     session cannot read them. Such blocks then take turns in the process (`writer_turn`):
     their temporary views and settings are the session's, and two dbt threads must not share them
     at once. dbt's own statements in other threads run meanwhile; they read none of these views."""
-    if getattr(spark, "_jsparkSession", None) is None:
+    if not classic_session(spark):
         with writer_turn:
             yield spark
         return
     # Classic PySpark has no cloneSession of its own: the JVM session's copy, wrapped. Not stopped
     # after the block: stopping a classic session stops the SparkContext the two share.
     yield SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())
+
+
+def classic_session(spark: SparkSession) -> bool:
+    """A classic PySpark session (in this process's JVM), not a Spark Connect one."""
+    return getattr(spark, "_jsparkSession", None) is not None
 
 
 @contextmanager
