@@ -7,6 +7,7 @@ session and real Delta tables (engine_case.py); the cut is the macro's SQL, comp
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from pathlib import Path
@@ -85,26 +86,28 @@ def test_a_sync_applied_by_parallel_nodes_is_one_transaction_and_the_tables_equa
 def test_a_sync_s_tables_commit_side_by_side_and_are_recorded_in_one_statement(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two nodes of one sync: each commits its table while the other holds the writer's turn
-    (both reach their commit's record together: with commits made in turn, the second could
-    not commit before the first's record), and the first to take the turn records both."""
+    """Two nodes of one sync write their tables at once (each commits while the other writes:
+    with commits made in turn, the second could not write before the first's record). The first
+    to commit waits for the other, and one record takes both."""
     new_process(monkeypatch)
     tables = land_syncs(engine, "tog", {1: ["a", "b"], 2: ["a", "b"]})
-    both_committed = threading.Barrier(2, timeout=120)
-    wait, record = records.wait, ledger.record
+    both_writing = threading.Barrier(2, timeout=120)
+    writing, record = records.writing, ledger.record
     recorded: list[list[str]] = []
 
-    def wait_for_the_other(transactions, target, commit):  # type: ignore[no-untyped-def]
-        entry = wait(transactions, target, commit)
-        both_committed.wait()
-        return entry
+    @contextlib.contextmanager
+    def writing_together(transactions, target):  # type: ignore[no-untyped-def]
+        with writing(transactions, target) as mine:
+            both_writing.wait()
+            yield mine
 
     def counted(spark, transactions, commits, uuid_sql):  # type: ignore[no-untyped-def]
         commits = list(commits)
         recorded.append(sorted(target for target, _ in commits))
         return record(spark, transactions, commits, uuid_sql)
 
-    monkeypatch.setattr(records, "wait", wait_for_the_other)
+    monkeypatch.setattr(records, "writing", writing_together)
+    monkeypatch.setattr(records, "PEERS_SECONDS", 120)  # however slow the other's MERGE is here
     monkeypatch.setattr(ledger, "record", counted)
     run(engine, tables, "tog-1", threads=True)
     assert recorded == [sorted(engine.target(t) for t in tables)], recorded

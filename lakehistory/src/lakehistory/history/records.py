@@ -67,7 +67,7 @@ _waiting: dict[str, list[Waiting]] = {}  # per transactions table
 _writing: dict[str, list[Waiting]] = {}  # per transactions table: the tables committing outside the turn
 # How long a committed table waits at most for the tables that were writing when it committed,
 # so that one record takes them all: about a MERGE of a small batch, a few times over.
-PEERS_SECONDS = 5.0
+PEERS_SECONDS = 10.0
 
 
 @contextlib.contextmanager
