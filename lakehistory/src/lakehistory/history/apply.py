@@ -343,7 +343,8 @@ def _apply_group(
     with records.committing([target]):
         if outside_turn:
             # Ids a sync reserved are no other table's to take: the other dbt threads go on
-            # meanwhile, and the first to take the turn next records the commits made by then.
+            # meanwhile; a table that commits waits a moment for those writing beside it, and the
+            # first to take the turn next records the commits made by then (records.py).
             with lock.writing_outside_turn(target), records.writing(writer.transactions, target) as mine:
                 with metadata:
                     write_group(spark, target, layout, versions, version, changes, group[:n])

@@ -2,11 +2,11 @@
 
 A sync's ids are reserved before any of its tables is written, so each table commits outside
 the writer's turn (lock.writing_outside_turn) while the other dbt threads go on; its record then
-waits for the turn. A table that has committed first waits a moment for the tables that were
-writing then, so that their commits wait too; the thread that takes the turn first records every
-commit that waits by then, in one statement of the transactions table, and the others find
-theirs done: a sync of many tables costs a few records, not one a table. A node's rows are still recorded when the node
-ends, so the models after it in the same run read them.
+waits for the turn. A table that has committed waits a moment for the tables that were writing
+then, so that their commits wait too; the thread that takes the turn first records every commit
+that waits by then, in one statement of the transactions table, and the others find theirs done:
+a sync of many tables costs a few records, not one a table. A node's rows are still recorded
+when the node ends, so the models after it in the same run read them.
 """
 
 from __future__ import annotations

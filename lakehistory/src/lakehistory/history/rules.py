@@ -24,7 +24,8 @@ brings it until the batch that closes or removes it, and its closed content unti
 Pieces of one (key, `_fivetran_start`) that follow each other with equal content are one physical
 row (a re-delivered version changes nothing, as when batches are applied one at a time).
 
-Two queries compute a group (each result is small and kept in memory for the next step):
+Two queries compute a group (each result is small and kept in memory for the next step; a group
+of one batch without a rewrite takes one query instead, one_batch.py):
 1. `candidates_sql` over `__lh_group` (the staged rows of the group's batches, `_lh_b` = 1..n in
    batch order) and `__lh_stored` (the table's current rows the group reaches): every stored row
    and version with its fate (when it is removed, when it is touched).
