@@ -14,7 +14,7 @@ measurements; rules.py's two steps stay for every other group, and both give the
 from __future__ import annotations
 
 from lakehistory.history.layout import Layout
-from lakehistory.history.rules import GROUP_VIEW, STORED_VIEW, SYSTEM, changes_from_lives
+from lakehistory.history.rules import GROUP_VIEW, STORED_VIEW, SYSTEM, changes_from_lives, resolved_sql
 from lakehistory.names import EARLIEST, END, START
 from lakehistory.sql import cols, lit, q
 
@@ -42,17 +42,7 @@ def one_batch_sql(layout: Layout, marks_deleted: bool) -> str:
         f" as `_lh_base_{i}`"
         for i, c in enumerate(plain)
     ]
-    resolved = []
-    for c in layout.data:
-        if c == layout.deleted_column:
-            resolved.append(f"case when array_contains(`_lh_unmodified`, {lit(c)}) then false else {q(c)} end")
-        else:
-            i = plain.index(c)
-            resolved.append(
-                f"case when array_contains(`_lh_unmodified`, {lit(c)})"
-                f" then coalesce(`_lh_prev_{i}`, named_struct('v', `_lh_base_{i}`)).v else {q(c)} end"
-            )
-    resolved_columns = sep.join(f"{expr} as {q(c)}" for expr, c in zip(resolved, layout.data, strict=True))
+    resolved_columns = resolved_sql(layout)
     mark = "true" if marks_deleted else "false"
     ctes = [
         f"""side_by_side as (

@@ -194,17 +194,7 @@ def changes_sql(layout: Layout, rewritten: bool = False) -> str:
         f" and not array_contains(c.`_lh_unmodified`, {lit(c_)})) as `_lh_base_{i}`"
         for i, c_ in enumerate(plain)
     ]
-    resolved = []
-    for c in layout.data:
-        if c == layout.deleted_column:
-            resolved.append(f"case when array_contains(v.`_lh_unmodified`, {lit(c)}) then false else v.{q(c)} end")
-        else:
-            i = plain.index(c)
-            resolved.append(
-                f"case when array_contains(v.`_lh_unmodified`, {lit(c)})"
-                f" then coalesce(v.`_lh_prev_{i}`, named_struct('v', b.`_lh_base_{i}`)).v else v.{q(c)} end"
-            )
-    resolved_columns = sep.join(f"{expr} as {q(c)}" for expr, c in zip(resolved, layout.data, strict=True))
+    resolved_columns = resolved_sql(layout, version="v.", base="b.")
     ctes = [
         f"cand as (\n    select * from {q(CANDIDATES_VIEW)}\n)",
         f"""firsts as (
@@ -244,6 +234,23 @@ def changes_sql(layout: Layout, rewritten: bool = False) -> str:
 )""",
     ]
     return changes_from_lives(layout, ctes, rewritten)
+
+
+def resolved_sql(layout: Layout, version: str = "", base: str = "") -> str:
+    """A version's data columns as rule 10 resolves them: an unmodified cell takes the batch's
+    earlier version (`_lh_prev_<i>`), else the base (`_lh_base_<i>`); the deleted column is never
+    inherited. `version` and `base`: the qualifiers of the version's columns and of the base."""
+    sep = ",\n        "
+    resolved = []
+    for c in layout.data:
+        unmodified = f"array_contains({version}`_lh_unmodified`, {lit(c)})"
+        if c == layout.deleted_column:
+            resolved.append(f"case when {unmodified} then false else {version}{q(c)} end")
+        else:
+            i = layout.plain.index(c)
+            inherited = f"coalesce({version}`_lh_prev_{i}`, named_struct('v', {base}`_lh_base_{i}`)).v"
+            resolved.append(f"case when {unmodified} then {inherited} else {version}{q(c)} end")
+    return sep.join(f"{expr} as {q(c)}" for expr, c in zip(resolved, layout.data, strict=True))
 
 
 def changes_from_lives(layout: Layout, ctes: list[str], rewritten: bool = False) -> str:
