@@ -35,7 +35,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakehistory.errors import HistoryError
-from lakehistory.history import ledger, lock, plan, records, turn
+from lakehistory.history import ledger, plan, turn
 from lakehistory.history.group import (
     SKIP_EMPTY_COMMITS,
     Batch,
@@ -48,7 +48,7 @@ from lakehistory.history.group import (
     write_group,
 )
 from lakehistory.history.layout import Layout
-from lakehistory.history.session import classic_session, own_session, session_conf
+from lakehistory.history.session import own_session, session_conf
 from lakehistory.history.staged import settings_for, staged_batches
 from lakehistory.history.table import (
     Versioning,
@@ -308,7 +308,7 @@ def _apply_group(
     when they are known already), each batch as its transaction of `planned` (plan.transactions_of);
     return how many batches it took and the transactions table's state after it. `outside_turn`:
     every id the run planned is a sync's, so the commit lets other dbt threads take their turn."""
-    spark, writer = my.spark, my.writer
+    spark = my.spark
     if computed is not None:
         n, changes = len(computed[0]), computed[1]
     else:
@@ -339,23 +339,13 @@ def _apply_group(
     # The commit carries the group's transactions; a group that changes nothing (a re-delivered
     # batch) still commits, so that its transactions are on record in the table too.
     metadata = session_conf(spark, {ledger.USER_METADATA: ledger.commit_metadata(txns), SKIP_EMPTY_COMMITS: "false"})
-    lock.check_held()
-    with records.committing([target]):
-        if outside_turn:
-            # Ids a sync reserved are no other table's to take: the other dbt threads go on
-            # meanwhile; a table that commits waits a moment for those writing beside it, and the
-            # first to take the turn next records the commits made by then (records.py).
-            with lock.writing_outside_turn(target), records.writing(writer.transactions, target) as mine:
-                with metadata:
-                    write_group(spark, target, layout, versions, version, changes, group[:n])
-                    commit = own_commit(spark, target, txns)
-                records.wait(writer.transactions, mine, commit, peers=classic_session(spark))
-            writer.record_waiting(spark, mine, stop=my.reached)
-        else:
-            with metadata:
-                write_group(spark, target, layout, versions, version, changes, group[:n])
-                commit = own_commit(spark, target, txns)
-            writer.record(spark, [(target, commit)], stop=my.reached)
+
+    def write() -> ledger.Commit:
+        with metadata:
+            write_group(spark, target, layout, versions, version, changes, group[:n])
+            return own_commit(spark, target, txns)
+
+    commit = my.commit_table(target, write, beside_others=outside_turn)
     my.reached("recorded")
     outcome.batches += n
     outcome.groups += 1

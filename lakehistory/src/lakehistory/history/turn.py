@@ -43,8 +43,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakehistory.errors import HistoryError
-from lakehistory.history import ledger, records, syncs
-from lakehistory.history.session import own_session
+from lakehistory.history import ledger, lock, records, syncs
+from lakehistory.history.session import classic_session, own_session
 from lakehistory.history.writer import Recovered, Writer
 
 STOP_POINTS = ("columns_added", "recovered", "reserved", "computed", "committed", "recorded")
@@ -120,6 +120,24 @@ class Turn:
         )
         reached(self.operation, "reserved")
         return reservation
+
+    def commit_table(self, target: str, write: Callable[[], ledger.Commit], beside_others: bool) -> ledger.Commit:
+        """Commit `target` (`write`: its one Delta commit) and record it; returns the commit. `beside_others`: its ids
+        are a sync's, reserved already, no other table's to take: it commits outside the turn
+        while the other dbt threads go on, waits a moment for the tables writing beside it, and
+        the first to take the turn next records the commits made by then (records.py)."""
+        transactions = self.writer.transactions
+        lock.check_held()
+        with records.committing([target]):
+            if not beside_others:
+                commit = write()
+                self.writer.record(self.spark, [(target, commit)], stop=self.reached)
+                return commit
+            with lock.writing_outside_turn(target), records.writing(transactions, target) as mine:
+                commit = write()
+                records.wait(transactions, mine, commit, peers=classic_session(self.spark))
+            self.writer.record_waiting(self.spark, mine, stop=self.reached)
+            return commit
 
     def commit(self, targets: Sequence[str], each: Callable[[str], ledger.Commit]) -> None:
         """Commit each of `targets` (`each`: its one Delta commit), then record them all in one
