@@ -27,7 +27,7 @@ def main(project: str, profiles: str, local_landing: str, out: str) -> None:
     from dbt.cli.main import dbtRunner
     from pyspark.sql import SparkSession
 
-    from lakehistory_tools.bench import sync
+    from lakehistory_tools.bench import sync_tables
     from lakehistory_tools.object_store import Store
 
     landing, local = os.environ["LAKEHISTORY_LANDING"], Path(local_landing)
@@ -40,7 +40,7 @@ def main(project: str, profiles: str, local_landing: str, out: str) -> None:
         for keys in day:
             n += 1
             for i in (1, 2):
-                sync.land(local, i, n, keys)
+                sync_tables.land(local, i, n, keys)
         if store is not None:
             store.upload(local, landing)
         args = ["run", "--select", *MODELS, "--threads", "1", "--target", "local"]

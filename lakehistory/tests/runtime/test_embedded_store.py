@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import PROFILES_DIR, DbtProject, copy_project, unique_schema
-from lakehistory_tools.bench import sync
+from lakehistory_tools.bench import sync_tables
 from lakehistory_tools.object_store import Store
 
 BUILD_SCRIPT = Path(__file__).with_name("store_build.py")
@@ -27,7 +27,7 @@ class Build:
 
     def __init__(self, folder: Path, store: Store | None) -> None:
         project = DbtProject(copy_project(folder / "project"), unique_schema("on_store" if store else "on_disk"))
-        sync.write_project(project.project_dir, 2)
+        sync_tables.write_project(project.project_dir, 2)
         _, env = project.process()
         env |= {"LAKEHISTORY_LAKEHOUSE": str(folder / "lakehouse"), "LAKEHISTORY_DRIVER_MEMORY": "2g"}
         # PySpark would make its session a client of the Connect server: it is told so by the URL,

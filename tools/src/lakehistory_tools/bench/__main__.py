@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 
 from lakehistory.runtime.paths import local_home
-from lakehistory_tools.bench import sync, workload
+from lakehistory_tools.bench import sync, sync_tables, workload
 from lakehistory_tools.bench.measure import Figure, Meter, Sample, files_read
 from lakehistory_tools.bench.report import memory_rows, scale_text, terminal, write_files
 from lakehistory_tools.project import copy_demo_project
@@ -181,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (project / "models" / "bench").mkdir()
     (project / "models" / "bench" / "_bench__sources.yml").write_text(BENCH_SOURCES)
     (project / "snapshots" / "bench__snapshots.yml").write_text(BENCH_SNAPSHOT)
-    sync.write_project(project, args.sync_tables[-1])
+    sync_tables.write_project(project, args.sync_tables[-1])
     dbt = Dbt(project)
     dbt.deps()
     started = time.perf_counter()

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lakehistory.runtime import jars
-from lakehistory_tools.bench import sync
+from lakehistory_tools.bench import sync, sync_tables
 from lakehistory_tools.object_store import Store, seaweedfs
 
 WAREHOUSE = "s3a://lakehouse/warehouse"
@@ -47,11 +47,11 @@ def measure(store: Store, dbt, local: Path, backlog: int, runs: int) -> list[tup
         nonlocal n
         for keys in new:
             n += 1
-            sync.land(local, 1, n, keys)
-            folder = f"{sync.table(1)}/{n:06d}"
+            sync_tables.land(local, 1, n, keys)
+            folder = f"{sync_tables.table(1)}/{n:06d}"
             store.upload(local / folder, f"{LANDING}/{folder}")
         before, objects = store.requests(), len(store.keys(WAREHOUSE))
-        dbt(SCHEMA, LANDING, "run", "--select", sync.model(1))
+        dbt(SCHEMA, LANDING, "run", "--select", sync_tables.model(1))
         steps.append((step, n, store.requests() - before, len(store.keys(WAREHOUSE)) - objects))
         print(f"{step}: {sum(steps[-1][2].values())} requests with {n} batches landed", flush=True)
 
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with seaweedfs(work / "store", ("lakehouse", "landing")) as store:
         os.environ.update(store.profile_env() | {"LAKEHISTORY_WAREHOUSE": WAREHOUSE})
         dbt = fresh_project(args.repository, work / "dbt")
-        sync.write_project(dbt.project, 1)
+        sync_tables.write_project(dbt.project, 1)
         steps = measure(store, dbt, work / "landing", args.backlog, args.runs)
     report(steps)
     return 0

@@ -5,16 +5,18 @@
 
 A connector delivers a batch for each of many tables per sync, most of them small. Each table has
 a history model (a few hundred rows of history, 4 to 60 columns: tables of several widths, as a
-connector's are); each round lands a 5-row batch for every table as one sync (its manifests name
-the sync and every table of it, as a connector's do) and applies them with one `dbt run` of the
-history models, with the profile's threads. Side by side, in alternating order, two floors apply
+connector's are); each round lands a batch of 5 keys for every table as one sync (its manifests
+name the sync and every table of it, as a connector's do) and applies them with one `dbt run` of
+the history models, with the profile's threads. Each batch is a connector's mix
+(sync_tables.land_varied): earliest starts, a key with two versions, an update with unmodified
+cells, a delete, new versions. Side by side, in alternating order, two floors apply
 the same landed files in the same Spark session, each once per round, with as many threads as
 dbt and on the statement settings the product gives a small batch (one shuffle partition, no
 adaptive planning), to copies of the tables in a schema of their own (`<schema>_floors`):
 - today's: per table, read the CSV files, one MERGE, one INSERT, to Fivetran-shaped copies;
 - the engine's, the least the product's contract needs: per table one MERGE that closes the
-  current row in transaction time and inserts its ended copy and the new version (`valid_from`,
-  `valid_to`), and one ledger insert for the whole sync.
+  current rows in transaction time and inserts their ended copies and the new versions
+  (`valid_from`, `valid_to`), and one ledger insert for the whole sync (sync_floors).
 At the end both floors' copies are checked to hold what the history tables hold. One more round
 lands the batches without a sync (as before syncs), for the legacy path's figure, and a last one
 is counted statement by statement: per busy table the product's Spark statements (dbt's own
@@ -26,8 +28,6 @@ idle node's share of the run's wall time.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import statistics
 import sys
 import time
@@ -37,200 +37,21 @@ from functools import partial
 from pathlib import Path
 
 from lakehistory.history.session import SMALL_BATCH_SETTINGS, session_conf
-from lakehistory.landing.batch import TMAX, Batch, Column, Sync
-from lakehistory.landing.write import write_batch
 from lakehistory.runtime.paths import local_home
+from lakehistory_tools.bench.sync_floors import (
+    check_floors,
+    engine_apply,
+    engine_ledger,
+    engine_table,
+    floors,
+    hand_apply,
+    hand_table,
+)
+from lakehistory_tools.bench.sync_tables import OPEN, land_sync, model, write_project
 
-SOURCE = "sync"
-# Every table its own shape, as a connector's are: table i has 4 to 60 columns (the key among
-# them), no two of the first 57 as many, and its types in an order of its own.
-MIN_WIDTH, WIDTHS = 4, 57
-TYPES = ("string", "double", "boolean", "bigint", "date", "timestamp", "decimal(18,2)")
 HISTORY_KEYS = 200  # rows of each table's first batch; the second revises half of them
-BATCH_KEYS = 5
+BATCH_KEYS = 5  # keys of each later batch (sync_tables.land_varied)
 THREADS = 4  # the profile's
-OPEN = 9223372036854775807  # a current row's valid_to (integer versions, open end 'max')
-T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-SYSTEM_TYPES = {
-    "_fivetran_start": "timestamp",
-    "_fivetran_end": "timestamp",
-    "_fivetran_active": "boolean",
-    "_fivetran_synced": "timestamp",
-}
-
-
-def table(i: int) -> str:
-    return f"s{i:03d}"
-
-
-def model(i: int) -> str:
-    return f"sync_{table(i)}"
-
-
-def columns(i: int) -> list[Column]:
-    """Table i's key and data columns."""
-    width = MIN_WIDTH + i * 23 % WIDTHS  # 23 and 57 share no factor: i = 1..57 give every width once
-    return [Column("id", "bigint"), *(Column(f"c{c:02d}", TYPES[(c + i) % len(TYPES)]) for c in range(1, width))]
-
-
-def _value(type_: str, key: int, n: int, c: int):
-    if type_ == "string":
-        return f"value {key} v{n} c{c}"
-    if type_ in ("double", "decimal(18,2)"):
-        return round(key * 1.5 + n + c / 100, 2)
-    if type_ == "boolean":
-        return (key + n + c) % 2 == 0
-    if type_ == "bigint":
-        return key * 1000 + n * 10 + c
-    if type_ == "date":
-        return dt.date(2020, 1, 1) + dt.timedelta(days=key + n + c)
-    return T0 + dt.timedelta(minutes=key + n + c)
-
-
-def write_project(project: Path, tables: int) -> None:
-    """One source entry and one history model per table, as a user's project has them."""
-    folder = project / "models" / "sync"
-    folder.mkdir(parents=True, exist_ok=True)
-    entries = [
-        {
-            "name": table(i),
-            "meta": {"lakehistory": {"key": ["id"]}},
-            "columns": [{"name": c.name, "data_type": c.type} for c in columns(i)],
-        }
-        for i in range(1, tables + 1)
-    ]
-    source = {
-        "name": SOURCE,
-        "meta": {"lakehistory": {"landing_root": "{{ env_var('LAKEHISTORY_LANDING') }}"}},
-        "tables": entries,
-    }
-    (folder / "_sync__sources.yml").write_text(json.dumps({"version": 2, "sources": [source]}, indent=2))
-    for i in range(1, tables + 1):
-        (folder / f"{model(i)}.sql").write_text(
-            "{{ config(materialized='incremental', incremental_strategy='fivetran_history', unique_key=['id']) }}\n"
-            f"select * from {{{{ lakehistory.landing_batches('{SOURCE}', '{table(i)}') }}}}\n"
-        )
-
-
-def _row(i: int, key: int, start: dt.datetime, n: int) -> dict:
-    data = {c.name: _value(c.type, key, n, at) for at, c in enumerate(columns(i)[1:], start=1)}
-    return {
-        "id": key,
-        **data,
-        "_fivetran_start": start,
-        "_fivetran_end": TMAX,
-        "_fivetran_active": True,
-        "_fivetran_synced": start,
-    }
-
-
-def land(landing: Path, i: int, n: int, keys: Sequence[int], sync: Sync | None = None) -> None:
-    """Batch n of table i: a new version of each of `keys`, an hour after batch n - 1, in `sync`."""
-    start = T0 + dt.timedelta(hours=n)
-    rows = [_row(i, k, start, n) for k in keys]
-    batch = Batch(
-        table=table(i),
-        batch_id=f"{n:06d}",
-        sequence=n,
-        key=["id"],
-        columns=columns(i),
-        replace=rows,
-        earliest=[{"id": k, "_fivetran_start": start} for k in keys],
-        sync=sync,
-    )
-    write_batch(landing, batch)
-
-
-def land_sync(landing: Path, n: int, tables: Sequence[int], keys: Sequence[int], in_sync: bool = True) -> None:
-    """Batch n of each of `tables` (their numbers), as one sync (`in_sync`) or as batches of their own."""
-    sync = Sync(f"sync-{n:06d}", n, tuple(table(i) for i in tables)) if in_sync else None
-    for i in tables:
-        land(landing, i, n, keys, sync)
-
-
-def _typed(spark, landing: Path, i: int, n: int):
-    from pyspark.sql import functions as F
-
-    types = {c.name: c.type for c in columns(i)} | SYSTEM_TYPES
-    raw = spark.read.option("header", True).csv(str(landing / table(i) / f"{n:06d}" / "replace_0.csv"))
-    return raw.select(*[F.col(c).cast(types[c]) for c in types])
-
-
-def hand_apply(spark, landing: Path, schema: str, i: int, *, n: int) -> None:
-    """Today's floor for one table: its batch's files read and typed, one MERGE that ends the
-    active rows of the batch's keys (rule 8), one INSERT of the new versions (rule 9)."""
-    rows = _typed(spark, landing, i, n)
-    target = f"`{floors(schema)}`.`{hand_table(i)}`"
-    spark.sql(
-        f"""
-        merge into {target} as t
-        using (select `id`, min(`_fivetran_start`) as `earliest` from {{rows}} group by `id`) as s
-        on t.`id` = s.`id` and t.`_fivetran_active`
-        when matched then update set
-            t.`_fivetran_end` = s.`earliest` - interval 1 millisecond, t.`_fivetran_active` = false
-        """,
-        rows=rows,
-    )
-    rows.write.format("delta").mode("append").saveAsTable(target)
-
-
-def engine_apply(spark, landing: Path, schema: str, i: int, *, n: int) -> dict:
-    """The engine's floor for one table: what the contract writes, in one MERGE. A key the batch
-    changes has its current row closed in transaction time (`valid_to` = the transaction), and gets
-    that row's ended copy (`_fivetran_end` before the new start, not active) and the new version,
-    both valid from the transaction; a new key gets its version. The source reads the table's
-    current rows of the batch's keys. Returns its ledger row."""
-    rows = _typed(spark, landing, i, n)
-    target = f"`{floors(schema)}`.`{engine_table(i)}`"
-    data = [c.name for c in columns(i)] + list(SYSTEM_TYPES)
-    listed = ", ".join(f"`{c}`" for c in [*data, "valid_from", "valid_to"])
-    ended = {"_fivetran_end": "`_next` - interval 1 millisecond", "_fivetran_active": "false"}
-    ended_copy = ", ".join(ended.get(c, f"`{c}`") for c in data)
-    row = ", ".join(f"`{c}`" for c in data)
-    spark.sql(
-        f"""
-        merge into {target} as t
-        using (
-            with `r` as (select * from {{rows}}),
-            `c` as (
-                select c.*, r.`_fivetran_start` as `_next` from {target} as c
-                join `r` on c.`id` = r.`id`
-                where c.`valid_to` = {OPEN} and c.`_fivetran_active`
-            )
-            select `id` as `_merge_key`, `valid_from` as `_merge_from`, {listed} from `c`
-            union all
-            select null, null, {ended_copy}, {n}, {OPEN} from `c`
-            union all
-            select null, null, {row}, {n}, {OPEN} from `r`
-        ) as s
-        on t.`id` = s.`_merge_key` and t.`valid_from` = s.`_merge_from` and t.`valid_to` = {OPEN}
-            and t.`_fivetran_active`
-        when matched then update set t.`valid_to` = {n}
-        when not matched and s.`_merge_key` is null then insert ({listed}) values ({listed})
-        """,
-        rows=rows,
-    )
-    return {"txn_id": n, "history_table": target, "batch_id": f"{n:06d}"}
-
-
-def floors(schema: str) -> str:
-    """The floors' schema: beside dbt's, so that their copies are not in the listing of dbt's."""
-    return f"{schema}_floors"
-
-
-def engine_ledger(schema: str) -> str:
-    """The engine floor's ledger: a row per table and sync."""
-    return f"`{floors(schema)}`.`engine_ledger`"
-
-
-def hand_table(i: int) -> str:
-    """Today's floor's Fivetran-shaped copy of table i."""
-    return f"hand_{table(i)}"
-
-
-def engine_table(i: int) -> str:
-    """The engine floor's copy of table i, as the history table holds it."""
-    return f"engine_{table(i)}"
 
 
 def headline(counts: Sequence[int]) -> int:
@@ -253,6 +74,7 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
     every = range(1, most + 1)
     land_sync(landing, 1, every, range(1, HISTORY_KEYS + 1))
     land_sync(landing, 2, every, range(1, HISTORY_KEYS + 1, 2))
+    gone: dict[int, set[int]] = {}  # each table's deleted keys, as the later batches leave them
     dbt(schema, landing, "run", "--select", *[model(i) for i in every])  # the history: not timed
     spark.sql(f"create schema if not exists `{floors(schema)}`")
     for i in every:
@@ -274,7 +96,7 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
         took: dict[tuple[str, int], float] = {}
         for tables in counts if r % 2 else counts[::-1]:
             n += 1
-            land_sync(landing, n, range(1, tables + 1), _keys(r))
+            land_sync(landing, n, range(1, tables + 1), _keys(r), gone=gone)
             steps = [
                 ("sync_dbt_run", partial(_dbt_run, dbt, schema, landing, tables)),
                 ("sync_floor", partial(_floor, spark, landing, schema, tables, n)),
@@ -292,7 +114,7 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
         # the idle round: a sync of every other table of the headline count
         n += 1
         busy_numbers = range(1, idle_of + 1, 2)
-        land_sync(landing, n, busy_numbers, range(1, BATCH_KEYS + 1))
+        land_sync(landing, n, busy_numbers, range(1, BATCH_KEYS + 1), gone=gone)
         nodes: dict[str, float] = {}
         wall = _dbt_run(dbt, schema, landing, idle_of, nodes)
         busy = {model(i) for i in busy_numbers}
@@ -309,12 +131,12 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
         )
     # the legacy round: the headline count's batches of their own, as before syncs
     n += 1
-    land_sync(landing, n, range(1, idle_of + 1), _keys(runs + 1), in_sync=False)
+    land_sync(landing, n, range(1, idle_of + 1), _keys(runs + 1), in_sync=False, gone=gone)
     legacy = meter.measure("sync_legacy", idle_of, 1, partial(_dbt_run, dbt, schema, landing, idle_of))
     _catch_up_floors(spark, landing, schema, range(1, idle_of + 1), n)
     # the counted round: one more sync of the headline count, statement by statement
     n += 1
-    land_sync(landing, n, range(1, idle_of + 1), _keys(runs + 2))
+    land_sync(landing, n, range(1, idle_of + 1), _keys(runs + 2), gone=gone)
     per_table = _counted_run(dbt, spark, schema, landing, idle_of, landing.parent / "counted_sync.txt")
     for name, values in per_table.items():
         for at, value in enumerate(values, start=1):
@@ -325,29 +147,6 @@ def measure(dbt, spark, meter, landing: Path, schema: str, counts: Sequence[int]
         f"legacy (no sync) {idle_of} tables {legacy.seconds:.1f}s; per busy table (medians): "
         + ", ".join(f"{name} {statistics.median(v):.2f}" for name, v in per_table.items())
     )
-
-
-def check_floors(spark, schema: str, tables: int) -> None:
-    """The floors did the product's work: each floor copy holds the history table's current rows,
-    and the engine floor's also its rows closed in transaction time (their `valid_to`, the
-    transaction, aside: the floor numbers transactions by batch)."""
-    for i in range(1, tables + 1):
-        data = ", ".join(f"`{c}`" for c in [*(c.name for c in columns(i)), *SYSTEM_TYPES])
-        history = f"`{schema}`.`{model(i)}`"
-        for copy, rows in (
-            (hand_table(i), f"select {data} from {{}} where `_fivetran_active`"),
-            (engine_table(i), f"select {data}, `valid_to` = {OPEN} as `current` from {{}}"),
-        ):
-            ours, floor = rows.format(history), rows.format(f"`{floors(schema)}`.`{copy}`")
-            if copy == hand_table(i):
-                ours += f" and `valid_to` = {OPEN}"
-            differ = spark.sql(
-                f"select count(*) from (({ours}) except all ({floor}) union all (({floor}) except all ({ours})))"
-            )
-            if differ.collect()[0][0]:
-                raise RuntimeError(
-                    f"the floor's {copy} does not hold what {history} holds: the floor is not the product's work"
-                )
 
 
 def _keys(r: int) -> range:
