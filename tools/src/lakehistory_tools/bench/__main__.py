@@ -124,7 +124,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--scales", default="100000,1000000,5000000,10000000", help="history table rows, comma-separated"
     )
     parser.add_argument("--batch-keys", type=int, default=10_000, help="keys each batch touches (default 10000)")
-    parser.add_argument("--runs", type=int, default=5, help="runs of every measured step (default 5)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of every measured step (default 3)")
     parser.add_argument(
         "--compare-at",
         type=int,
@@ -141,10 +141,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--fk-parents", type=int, default=1_000_000, help="parent `_hx` versions (default 1M)")
     parser.add_argument(
         "--sync-tables",
-        default="10,50",
-        help="table counts of the sync of many tables, comma-separated; the middle one is the headline (default 10,50)",
+        default="10,30",
+        help="table counts of the sync of many tables, comma-separated; the middle one is the headline (default 10,30)",
     )
-    parser.add_argument("--sync-runs", type=int, default=5, help="rounds of the sync of many tables (default 5)")
+    parser.add_argument("--sync-runs", type=int, default=3, help="rounds of the sync of many tables (default 3)")
     parser.add_argument("--out", type=Path, default=None, help="result folder (default $LAKEHISTORY_HOME/bench)")
     parser.add_argument(
         "--repository", type=Path, default=Path.cwd(), help="the lakehistory checkout (default: the current folder)"

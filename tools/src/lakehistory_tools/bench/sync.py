@@ -1,6 +1,6 @@
 """`python -m lakehistory_tools.bench.sync`: what one sync of a connector's many tables costs.
 
-    python -m lakehistory_tools.bench.sync                          # 10 and 50 tables, 5 rounds
+    python -m lakehistory_tools.bench.sync                          # 10 and 30 tables, 3 rounds
     python -m lakehistory_tools.bench.sync --tables 10,50,100 --runs 3
 
 A connector delivers a batch for each of many tables per sync, most of them small. Each table has
@@ -345,8 +345,8 @@ def report(meter, counts: list[int]) -> None:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m lakehistory_tools.bench.sync", description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", default="10,50", help="table counts compared, comma-separated (default 10,50)")
-    parser.add_argument("--runs", type=int, default=5, help="rounds (default 5)")
+    parser.add_argument("--tables", default="10,30", help="table counts compared, comma-separated (default 10,30)")
+    parser.add_argument("--runs", type=int, default=3, help="rounds (default 3)")
     parser.add_argument("--out", type=Path, default=None, help="work folder (default $LAKEHISTORY_HOME/bench-sync)")
     parser.add_argument("--repository", type=Path, default=Path.cwd(), help="the checkout (default: here)")
     return parser.parse_args(argv)
