@@ -55,10 +55,10 @@ def dbt_project(lakehouse: Path, tmp_path: Path, request: pytest.FixtureRequest)
 def idle_holds_forgotten(request: pytest.FixtureRequest) -> Iterator[None]:
     """Almost every test writes a lakehouse of its own, which no test writes again. The writer
     lock of each would be let go a minute after its last use by its keeper thread (a MERGE into
-    the lock's row, about a second of the JVM's, while the next tests run): a test that did not
-    use a hold forgets it instead when it ends. A lakehouse a later test writes again is taken
-    anew then (lock.hold), as after any let go. Not under the Connect tests, whose locks other
-    processes take next."""
+    the lock's row, about a second of the JVM's, while the next tests run). Instead, when a test
+    ends, the holds it did not use (earlier tests') are forgotten. A lakehouse a later test writes
+    again is taken anew then (lock.hold), as after any let go. Not under the Connect tests, whose
+    locks other processes take next."""
     started = time.monotonic()
     yield
     if request.node.get_closest_marker("connect") is None:
