@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import build_tables
@@ -49,22 +48,6 @@ def lakehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def dbt_project(lakehouse: Path, tmp_path: Path, request: pytest.FixtureRequest) -> DbtProject:
     """A fresh copy of the repository's dbt project with a schema of its own."""
     return DbtProject(copy_project(tmp_path / "project"), unique_schema(request.node.name))
-
-
-@pytest.fixture(autouse=True)
-def idle_holds_forgotten(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Almost every test writes a lakehouse of its own, which no test writes again. The writer
-    lock of each would be let go a minute after its last use by its keeper thread (a MERGE into
-    the lock's row, about a second of the JVM's, while the next tests run). Instead, when a test
-    ends, the holds it did not use (earlier tests') are forgotten. A lakehouse a later test writes
-    again is taken anew then (lock.hold), as after any let go. Not under the Connect tests, whose
-    locks other processes take next."""
-    started = time.monotonic()
-    yield
-    if request.node.get_closest_marker("connect") is None:
-        for name, held in list(lock._held.items()):
-            if held.used < started:
-                lock.forget(name)
 
 
 @pytest.fixture(scope="session")
