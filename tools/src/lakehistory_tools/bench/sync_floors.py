@@ -15,6 +15,7 @@ read every cell as a string and cast it, as the landing's files are text.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from lakehistory_tools.bench.sync_tables import OPEN, SYSTEM_TYPES, UNMODIFIED_STRING, columns, model, table
@@ -83,10 +84,7 @@ def _new_versions(spark, landing: Path, i: int, n: int, target: str, current: st
                 update=update.withColumn("_unmodified", F.lit(UNMODIFIED_STRING)),
             )
         )
-    frame = versions[0]
-    for more in versions[1:]:
-        frame = frame.unionByName(more)
-    return frame
+    return _union(versions)
 
 
 def _closes(spark, landing: Path, i: int, n: int):
@@ -105,10 +103,11 @@ def _closes(spark, landing: Path, i: int, n: int):
         )
     if delete is not None:
         parts.append(delete.selectExpr("cast(`id` as bigint) as `id`", "cast(`_fivetran_end` as timestamp) as `_end`"))
-    frame = parts[0]
-    for more in parts[1:]:
-        frame = frame.unionByName(more)
-    return frame
+    return _union(parts)
+
+
+def _union(frames: list):
+    return functools.reduce(lambda left, right: left.unionByName(right), frames)
 
 
 def hand_apply(spark, landing: Path, schema: str, i: int, *, n: int) -> None:

@@ -96,18 +96,7 @@ def _row(i: int, key: int, start: dt.datetime, n: int) -> dict:
 def land(landing: Path, i: int, n: int, keys: Sequence[int], sync: Sync | None = None) -> None:
     """Batch n of table i: a new version of each of `keys`, an hour after batch n - 1, in `sync`."""
     start = T0 + dt.timedelta(hours=n)
-    rows = [_row(i, k, start, n) for k in keys]
-    batch = Batch(
-        table=table(i),
-        batch_id=f"{n:06d}",
-        sequence=n,
-        key=["id"],
-        columns=columns(i),
-        replace=rows,
-        earliest=[{"id": k, "_fivetran_start": start} for k in keys],
-        sync=sync,
-    )
-    write_batch(landing, batch)
+    _write(landing, i, n, sync, [_row(i, k, start, n) for k in keys])
 
 
 def land_varied(landing: Path, i: int, n: int, keys: Sequence[int], sync: Sync | None, gone: set[int]) -> None:
@@ -137,8 +126,21 @@ def land_varied(landing: Path, i: int, n: int, keys: Sequence[int], sync: Sync |
         delete.append({"id": deleted, "_fivetran_end": start})
     gone.difference_update(keys)  # each has a new version now, but the one deleted
     gone.update(d["id"] for d in delete)
+    _write(landing, i, n, sync, replace, update, delete)
+
+
+def _write(
+    landing: Path,
+    i: int,
+    n: int,
+    sync: Sync | None,
+    replace: list[Row],
+    update: Sequence[Row] = (),
+    delete: Sequence[Row] = (),
+) -> None:
+    """Land batch n of table i, each key's earliest start from its new versions."""
     earliest: dict[int, dt.datetime] = {}
-    for r in replace + update:
+    for r in [*replace, *update]:
         earliest[r["id"]] = min(earliest.get(r["id"], r["_fivetran_start"]), r["_fivetran_start"])
     batch = Batch(
         table=table(i),
@@ -147,8 +149,8 @@ def land_varied(landing: Path, i: int, n: int, keys: Sequence[int], sync: Sync |
         key=["id"],
         columns=columns(i),
         replace=replace,
-        update=update,
-        delete=delete,
+        update=list(update),
+        delete=list(delete),
         earliest=[{"id": k, "_fivetran_start": s} for k, s in earliest.items()],
         sync=sync,
         unmodified_string=UNMODIFIED_STRING,
