@@ -18,6 +18,12 @@ names (the embedded Spark or a Spark Connect server): a dbt operation, so it rea
 
 Every command takes dbt's --project-dir, --profiles-dir and --target (run it in the project's
 folder, as dbt is, or name the folder).
+
+Fivetran's side, which needs no dbt project (lakehistory.destination):
+
+    lakehistory destination [--port N] ...     the Partner SDK destination: lands what Fivetran sends
+    lakehistory destination sources ROOT SCHEMA
+                                               the dbt source entry (and models) of what it landed
 """
 
 from __future__ import annotations
@@ -109,6 +115,15 @@ def _branch_args(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["destination", "sources"]:
+        from lakehistory.destination import project
+
+        return project.main(argv[2:])
+    if argv[:1] == ["destination"]:
+        from lakehistory.destination import server
+
+        return server.main(argv[1:])
     arguments = dbt_arguments(argv)  # --help and usage errors end here, before dbt loads
     from dbt.cli.main import dbtRunner
 

@@ -1,0 +1,85 @@
+"""What a dbt project needs to build the history of the tables a destination landed: one source
+entry per Fivetran schema, with each table's key and columns in Spark's types, and one history
+model per table. `lakehistory destination sources ROOT SCHEMA` prints the entry; `write_models`
+writes both, for a project that takes every table as it comes.
+
+    lakehistory destination sources LANDING_ROOT SCHEMA [--source NAME] [--models FOLDER]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .tables import STATE, TableRecord, landing_of, read_record
+
+MODEL_SQL = """\
+-- {table} of Fivetran schema {schema}, with every version it had: written by `lakehistory destination sources`.
+{{{{ config(materialized='incremental', incremental_strategy='fivetran_history', unique_key={key}) }}}}
+
+select * from {{{{ lakehistory.landing_batches('{source}', '{table}') }}}}
+"""
+
+
+def records(root: Path, schema: str) -> list[TableRecord]:
+    folder = root / STATE / "tables" / schema
+    found = [read_record(root, schema, p.stem) for p in sorted(folder.glob("*.json"))]
+    return [r for r in found if r is not None]
+
+
+def source_entry(root: Path, schema: str, source: str) -> dict[str, Any]:
+    """The dbt source of one Fivetran schema's landed tables (docs/landing-format.md)."""
+    tables = [
+        {
+            "name": r.name,
+            "description": f"Fivetran's {'history-mode' if r.history_mode else 'live'} batches of {schema}.{r.name}.",
+            "meta": {"lakehistory": {"key": r.key}},
+            "columns": [{"name": c.name, "data_type": c.spark_type} for c in r.data_columns],
+        }
+        for r in records(root, schema)
+    ]
+    meta = {"lakehistory": {"landing_root": str(landing_of(root, schema))}}
+    return {"name": source, "meta": meta, "tables": tables}
+
+
+def model_name(source: str, table: str) -> str:
+    return re.sub(r"[^0-9A-Za-z_]", "_", f"{source}__{table}_history").lower()
+
+
+def write_models(root: Path, schema: str, source: str, folder: Path) -> list[str]:
+    """The source entry and a history model per table in `folder`; the models' names."""
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = source_entry(root, schema, source)
+    (folder / f"_{source}__sources.yml").write_text(json.dumps({"version": 2, "sources": [entry]}, indent=1))
+    names = []
+    for table in entry["tables"]:
+        name = model_name(source, table["name"])
+        key = json.dumps(table["meta"]["lakehistory"]["key"])
+        sql = MODEL_SQL.format(table=table["name"], schema=schema, key=key, source=source)
+        (folder / f"{name}.sql").write_text(sql)
+        names.append(name)
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="lakehistory destination sources", description=__doc__)
+    p.add_argument("landing_root", type=Path, metavar="LANDING_ROOT", help="the destination's landing root")
+    p.add_argument("schema", metavar="SCHEMA", help="the Fivetran schema")
+    p.add_argument("--source", help="the dbt source's name (default: the schema's)")
+    p.add_argument("--models", type=Path, metavar="FOLDER", help="write the entry and a model per table there")
+    args = p.parse_args(argv)
+    source = args.source or args.schema
+    if args.models:
+        for name in write_models(args.landing_root.resolve(), args.schema, source, args.models):
+            print(name)
+    else:
+        print(
+            json.dumps(
+                {"version": 2, "sources": [source_entry(args.landing_root.resolve(), args.schema, source)]}, indent=2
+            )
+        )
+    return 0
