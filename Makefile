@@ -8,7 +8,7 @@ DEMO_DIR := integration_tests
 DBT := $(BIN)/dbt --no-use-colors
 DBT_DEMO = --project-dir $(DEMO_DIR) --profiles-dir $(DEMO_DIR)
 
-.PHONY: demo test setup setup-test lint test-python test-adapter test-slow test-cluster test-compat docs bench clean
+.PHONY: demo demo-fivetran test setup setup-test lint test-python test-adapter test-slow test-cluster test-compat docs bench clean
 
 LANDING := $(LAKEHISTORY_HOME)/landing
 # The demo source: the five CRMP tables; meta_history and meta_vars arrive as daily full extracts
@@ -24,6 +24,11 @@ DEMO := --landing $(LANDING) --scale 50 --syncs 4 --seed 42 --extract-tables met
 demo: setup
 	$(DBT) deps $(DBT_DEMO) --quiet
 	$(BIN)/lakehistory-demo run $(DEMO) --project-dir $(DEMO_DIR) --no-progress
+
+# From the destination tester's input files to history tables (README "Fivetran: lakehistory
+# destination"): a destination, Fivetran's side sending the files, dbt building the tables.
+demo-fivetran: setup
+	$(BIN)/python -m lakehistory_tools.fivetran_demo
 
 test: lint test-python test-cluster
 

@@ -220,3 +220,25 @@ def test_a_request_without_a_landing_root_is_refused(channel) -> None:
     stub = sdk_grpc.DestinationConnectorStub(channel)
     response = stub.CreateTable(sdk.CreateTableRequest(schema_name="tester", table=ORDERS.message()))
     assert answer(response) == ("task", "the configuration has no 'landing_root': the setup form asks for it")
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (b"id,note,_fivetran_start\n1,a\n", "row 1 has 2 fields where the header has 3"),
+        (b"id,note,_fivetran_start\n1,\xff\xfe,2024-06-01T00:00:00Z\n", "not UTF-8 text"),
+        (b'id,note,_fivetran_start\n1,"never closed\n', "row 2: not CSV"),
+        (b"id,id,_fivetran_start\n", "names column 'id' twice"),
+        (b"note,_fivetran_start\n", "has no column 'id'"),
+        (b"", "empty, where a CSV batch file begins with its header"),
+    ],
+    ids=["misaligned", "not utf-8", "open quote", "column twice", "no key column", "empty"],
+)
+def test_a_file_that_is_not_the_tables_csv_is_refused(channel, landing, data, said) -> None:
+    plain = FivetranConnection(channel, {"landing_root": str(landing)}, plain_text=True)
+    plain.define("create_table", ORDERS)
+    which, message = answer(
+        plain.send(ORDERS, history_files(ORDERS, "upsert", rows(1), T0), T0, data={"replace": data})
+    )
+    assert which == "task" and said in message, message
+    assert batch_folders(landing, "orders") == [] and incoming(landing) == []

@@ -32,16 +32,16 @@ def run(args: argparse.Namespace, generate) -> int:
     project = ["--project-dir", str(args.project_dir), "--profiles-dir", str(args.project_dir)]
     landed = landed_syncs(args.landing, args.tables, args.extract_tables, start=args.start_date, syncs=args.syncs)
     days = list(range(landed + 1, args.syncs + 1))
-    if not days and not _dbt("build", *project):
+    if not days and not dbt_step("build", *project):
         return 1
     for sync in days:
         print(f"$ lakehistory-demo generate --sync {sync} (of {args.syncs})", flush=True)
         if status := generate(argparse.Namespace(**{**vars(args), "sync": sync, "no_progress": True})):
             return status
-        if not _dbt("build", *project):
+        if not dbt_step("build", *project):
             return 1
     for model, limit in PREVIEWS:
-        if not _dbt("show", *project, "--select", model, *(["--limit", str(limit)] if limit else [])):
+        if not dbt_step("show", *project, "--select", model, *(["--limit", str(limit)] if limit else [])):
             return 1
     from lakehistory.command.cli import main as lakehistory
 
@@ -49,7 +49,8 @@ def run(args: argparse.Namespace, generate) -> int:
     return lakehistory(["status", *project])
 
 
-def _dbt(*arguments: str) -> bool:
+def dbt_step(*arguments: str) -> bool:
+    """Print a dbt command, then run it in this process."""
     from dbt.cli.main import dbtRunner
 
     print("$ dbt " + " ".join(arguments), flush=True)

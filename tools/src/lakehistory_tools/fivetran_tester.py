@@ -374,16 +374,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     with grpc.insecure_channel(f"{args.host}:{args.port}") as channel:
         tester = FivetranConnection(channel, {"landing_root": args.landing_root}, args.schema, args.plain_text)
-        for path in _input_files(args.inputs):
+        for path in input_files(args.inputs):
+            before = len(tester.sent)
             tester.run_file(path)
-            print(f"{path.name}: {len(tester.sent)} requests sent")
+            print(f"{path.name}: {len(tester.sent) - before} requests sent")
     failed = [s for s in tester.sent if s.response.WhichOneof("response") in ("task", "warning")]
     for s in failed:
         print(f"{s.request} {s.table}: {s.response}")
     return 1 if failed else 0
 
 
-def _input_files(paths: Sequence[Path]) -> Iterator[Path]:
+def input_files(paths: Sequence[Path]) -> Iterator[Path]:
     for path in paths:
         yield from sorted(path.glob("*.json")) if path.is_dir() else [path]
 
