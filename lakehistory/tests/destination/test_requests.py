@@ -168,6 +168,13 @@ def test_create_and_alter_keep_the_table_whole(tester, landing, orders) -> None:
     assert tester.describe("nowhere").not_found
 
 
+def test_a_column_named_as_staging_names_its_own_is_refused(tester) -> None:
+    odd = TableDef("odd", {"id": {"type": "INT"}, "_LH_kind": {"type": "STRING"}}, ["id"], history_mode=True)
+    which, message = answer(tester.define("create_table", odd))
+    assert which == "task" and "column '_LH_kind' has a name lakehistory keeps for its own columns" in message
+    assert tester.describe("odd").not_found
+
+
 def test_tables_land_at_once_each_in_its_own_order(channel, landing) -> None:
     tester = FivetranConnection(channel, {"landing_root": str(landing)})
     tables = [TableDef(f"t{n}", ORDERS.columns, ["id"], history_mode=True) for n in range(6)]

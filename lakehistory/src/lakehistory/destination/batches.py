@@ -47,6 +47,7 @@ from .tables import (
     ColumnRecord,
     TableError,
     TableRecord,
+    check_columns,
     landing_of,
     read_record,
     write_record,
@@ -113,6 +114,7 @@ class Lander:
 
     def create(self, wanted: TableRecord) -> None:
         """Record a new table; the same table asked again (a retry) is no error."""
+        check_columns(wanted)
         with self.turn(wanted.schema, wanted.name):
             have = read_record(self.root, wanted.schema, wanted.name)
             if have is not None and have.columns != wanted.columns:
@@ -130,6 +132,7 @@ class Lander:
         adds (or brings back) is an `add_column`; one it leaves out a `drop_column`, which ends the
         column's values in the history and keeps the column (Fivetran never drops one). A new
         type or key is refused. The changes, as `+column` and `-column`."""
+        check_columns(wanted)
         with self.turn(wanted.schema, wanted.name):
             record = self.record(wanted.schema, wanted.name)
             added, dropped = changes_to(record, wanted)

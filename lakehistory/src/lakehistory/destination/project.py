@@ -15,14 +15,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lakehistory.names import TRANSACTION_TIME
+from lakehistory.sql import q as quote
+
 from .tables import STATE, TableRecord, landing_of, read_record
 
 MODEL_SQL = """\
 -- {table} of Fivetran schema {schema}, with every version it had: written by `lakehistory destination sources`.
 {{{{ config(materialized='incremental', incremental_strategy='fivetran_history', unique_key={key}) }}}}
 
-select * from {{{{ lakehistory.landing_batches('{source}', '{table}') }}}}
+select {columns} from {{{{ lakehistory.landing_batches('{source}', '{table}') }}}}
 """
+RENAMED = "source_{}"  # a column named like a history table's own (valid_from) gets in as source_valid_from
 
 
 def records(root: Path, schema: str) -> list[TableRecord]:
@@ -46,6 +50,17 @@ def source_entry(root: Path, schema: str, source: str) -> dict[str, Any]:
     return {"name": source, "meta": meta, "tables": tables}
 
 
+def selected(columns: list[str]) -> str:
+    """The model's select list: every column, those named like a history table's own renamed."""
+    clashing = [c for c in columns if c.lower() in TRANSACTION_TIME]
+    if not clashing:
+        return "*"
+    quoted = [quote(c) for c in clashing]
+    return f"* except ({', '.join(quoted)}), " + ", ".join(
+        f"{q} as {quote(RENAMED.format(c))}" for q, c in zip(quoted, clashing)
+    )
+
+
 def model_name(source: str, table: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", f"{source}__{table}_history").lower()
 
@@ -59,7 +74,8 @@ def write_models(root: Path, schema: str, source: str, folder: Path) -> list[str
     for table in entry["tables"]:
         name = model_name(source, table["name"])
         key = json.dumps(table["meta"]["lakehistory"]["key"])
-        sql = MODEL_SQL.format(table=table["name"], schema=schema, key=key, source=source)
+        columns = selected([c["name"] for c in table["columns"]])
+        sql = MODEL_SQL.format(table=table["name"], schema=schema, key=key, source=source, columns=columns)
         (folder / f"{name}.sql").write_text(sql)
         names.append(name)
     return names

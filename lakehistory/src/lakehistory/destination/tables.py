@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lakehistory.names import ACTIVE, END, START, SYNCED
+from lakehistory.names import ACTIVE, EARLIEST, END, STAGING_PREFIX, START, SYNCED
 
 STATE = ".lakehistory"  # beside the schemas' folders in the landing root; no schema is named so
 FIVETRAN_ID = "_fivetran_id"
@@ -95,6 +95,16 @@ class TableRecord:
 
     def column(self, name: str) -> ColumnRecord | None:
         return next((c for c in self.columns if c.name == name), None)
+
+
+def check_columns(record: TableRecord) -> None:
+    """Refuse a column the landing cannot carry: a name staging gives its own columns."""
+    for c in record.columns:
+        if c.name.lower().startswith(STAGING_PREFIX) or c.name.lower() == EARLIEST:
+            raise TableError(
+                f"table {record.schema}.{record.name}: column {c.name!r} has a name lakehistory keeps for its own "
+                f"columns ({STAGING_PREFIX}*, {EARLIEST}); rename it in the connector's schema"
+            )
 
 
 def plain_name(kind: str, name: str) -> str:
