@@ -11,8 +11,6 @@ import pytest
 from lakehistory.destination.server import Server
 from lakehistory_tools.fivetran_tester import FivetranConnection
 
-INPUTS = Path(__file__).parent / "inputs"
-
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:

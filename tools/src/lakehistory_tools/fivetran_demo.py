@@ -22,6 +22,7 @@ import grpc
 
 from lakehistory.destination.project import write_models
 from lakehistory.destination.server import Server
+from lakehistory.destination.store import Store
 from lakehistory_tools.demo import dbt_step
 from lakehistory_tools.fivetran_tester import FivetranConnection, input_files
 from lakehistory_tools.project import copy_demo_project
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     copy_demo_project(REPOSITORY, project, parts=("dbt_project.yml", "profiles.yml"))
     print(f"$ lakehistory destination sources {landing} {SCHEMA} --models {project / 'models' / 'fivetran'}")
-    models = write_models(landing, SCHEMA, SCHEMA, project / "models" / "fivetran")
+    models = write_models(Store(str(landing)), SCHEMA, SCHEMA, project / "models" / "fivetran")
     os.environ["LAKEHISTORY_SCHEMA"] = "fivetran"
     options = ["--project-dir", str(project), "--profiles-dir", str(project)]
     if not dbt_step("deps", *options, "--quiet") or not dbt_step("run", *options, "--select", "path:models/fivetran"):

@@ -3,7 +3,9 @@ landed whole or not at all.
 
 A batch is built in a folder of its own under `<landing root>/.lakehistory/incoming/`: its data
 files first, its manifest last; then one rename puts it in its table's folder, where a `dbt run`
-finds it complete or not at all. A batch's folder is named `<sequence>-<fingerprint>`, the
+finds it complete or not at all (on S3, which has no rename, its files are copied there with the
+manifest last, and a folder a killed server left without its manifest is removed by the table's
+next request). A batch's folder is named `<sequence>-<fingerprint>`, the
 fingerprint a hash of what the request asks (its kind, the table, the tokens, and each file's
 plain bytes, whatever key encrypted them), so a retried request finds its batch landed and lands
 nothing more. A request that fails leaves nothing behind but its incoming folder, which it
@@ -26,13 +28,10 @@ import datetime as dt
 import hashlib
 import io
 import json
-import os
-import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import zstandard
@@ -40,6 +39,7 @@ import zstandard
 from lakehistory.names import ACTIVE, END, START, SYNCED
 
 from .files import BatchFileError, Digest, FileParams, csv_rows, decompressed, decrypted, open_batch_file
+from .store import Store
 from .tables import (
     FIVETRAN_ID,
     HISTORY_SYSTEM,
@@ -48,8 +48,8 @@ from .tables import (
     TableError,
     TableRecord,
     check_columns,
-    landing_of,
     read_record,
+    schema_folder,
     write_record,
 )
 
@@ -58,6 +58,7 @@ OPEN_END = "9999-12-31T23:59:59.999Z"
 AUTHOR, APP_ID = "fivetran", "lakehistory destination"
 _EXTENSIONS = {"off": ".csv.zst", "zstd": ".csv.zst", "gzip": ".csv.gz"}
 EARLIEST_FILE = "earliest_0.csv.zst"
+MANIFEST = "manifest.json"
 # The tokens a batch without files names (a truncate, a schema change), which no cell reads.
 FILELESS_TOKENS = FileParams("off", False, null_string="\\N", unmodified_string="__unmodified__")
 
@@ -90,9 +91,9 @@ class Lander:
     """Lands batches and keeps the tables' records under one landing root: one request per table
     at a time, each reading the table's record once it has the table's turn."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.incoming = root / STATE / "incoming"
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.incoming = store.path(STATE, "incoming")
         self._guard = threading.Lock()
         self._locks: dict[tuple[str, str], threading.Lock] = {}
 
@@ -102,10 +103,10 @@ class Lander:
 
     def forget_incoming(self) -> None:
         """Remove what requests a stopped server left half built (none is in flight at its start)."""
-        shutil.rmtree(self.incoming, ignore_errors=True)
+        self.store.remove(self.incoming)
 
     def record(self, schema: str, table: str) -> TableRecord:
-        record = read_record(self.root, schema, table)
+        record = read_record(self.store, schema, table)
         if record is None:
             raise TableError(f"table {schema}.{table} is unknown to the destination: CreateTable comes first")
         return record
@@ -116,7 +117,7 @@ class Lander:
         """Record a new table; the same table asked again (a retry) is no error."""
         check_columns(wanted)
         with self.turn(wanted.schema, wanted.name):
-            have = read_record(self.root, wanted.schema, wanted.name)
+            have = read_record(self.store, wanted.schema, wanted.name)
             if have is not None and have.columns != wanted.columns:
                 raise TableError(f"table {wanted.schema}.{wanted.name} exists already, with other columns")
             if not wanted.key:
@@ -125,7 +126,7 @@ class Lander:
                     "a history table keeps the versions of each key"
                 )
             if have is None:
-                write_record(self.root, wanted)
+                write_record(self.store, wanted)
 
     def alter(self, wanted: TableRecord) -> list[str]:
         """Land what `wanted` changes as schema changes at this instant, and record it: a column it
@@ -141,7 +142,7 @@ class Lander:
                 changes = [{"op": "add_column", "column": c.name, "type": c.spark_type} for c in added]
                 changes += [{"op": "drop_column", "column": name} for name in dropped]
 
-                def build(folder: Path, built: _Built) -> dict[str, Any]:
+                def build(folder: str, built: _Built) -> dict[str, Any]:
                     built.add("schema_changes", json.dumps(changes, sort_keys=True))  # a retry is a twin
                     return {"schema_changes": [{**c, "at": at} for c in changes]}
 
@@ -152,7 +153,7 @@ class Lander:
                 for name in dropped:
                     kept[name] = dataclasses.replace(kept[name], dropped=True)
                 record.columns = list(kept.values())
-                write_record(self.root, record)
+                write_record(self.store, record)
             return [f"+{c.name}" for c in added] + [f"-{name}" for name in dropped]
 
     def history_batch(self, schema: str, table: str, files: Sequence[BatchFile], params: FileParams) -> str:
@@ -164,10 +165,10 @@ class Lander:
                     "WriteBatch, not in history mode"
                 )
 
-            def build(folder: Path, built: _Built) -> dict[str, Any]:
+            def build(folder: str, built: _Built) -> dict[str, Any]:
                 built.add("history", params.null_string, params.unmodified_string)
                 for n, f in _numbered(files):
-                    built.files.append(_copy_history_file(record, f, params, folder, n, built))
+                    built.files.append(_copy_history_file(self.store, record, f, params, folder, n, built))
                 return {}
 
             return self._land(record, build, params, "WriteHistoryBatch")
@@ -181,15 +182,15 @@ class Lander:
                 )
             received = timestamp_text(dt.datetime.now(dt.UTC))
 
-            def build(folder: Path, built: _Built) -> dict[str, Any]:
+            def build(folder: str, built: _Built) -> dict[str, Any]:
                 built.add("live", params.null_string, params.unmodified_string)
-                with _Writer(folder / EARLIEST_FILE, [*record.key, START]) as earliest:
+                with _Writer(self.store, f"{folder}/{EARLIEST_FILE}", [*record.key, START]) as earliest:
                     for n, f in _numbered(files):
-                        built.files.append(_rewrite_live_file(record, f, params, folder, n, built, earliest, received))
+                        built.files.append(
+                            _rewrite_live_file(self.store, record, f, params, folder, n, built, earliest, received)
+                        )
                 if earliest.rows:
                     built.files.append({"kind": "earliest", "path": EARLIEST_FILE})
-                else:
-                    (folder / EARLIEST_FILE).unlink()
                 return {}
 
             return self._land(record, build, params, "WriteBatch")
@@ -198,7 +199,7 @@ class Lander:
         """A batch that truncates the table; None for a table the destination does not have
         (Fivetran asks it of tables that may not exist, and it is no error)."""
         with self.turn(schema, table):
-            record = read_record(self.root, schema, table)
+            record = read_record(self.store, schema, table)
             if record is None:
                 return None
             # A table kept as history loses no version to a live table's truncate: its rows are
@@ -206,7 +207,7 @@ class Lander:
             mode = "soft" if soft or not record.history_mode else "hard"
             cutoff = timestamp_text(before)
 
-            def build(folder: Path, built: _Built) -> dict[str, Any]:
+            def build(folder: str, built: _Built) -> dict[str, Any]:
                 built.add("truncate", mode, cutoff)
                 return {"truncate": {"mode": mode, "before": cutoff}}
 
@@ -217,21 +218,20 @@ class Lander:
     def _land(
         self,
         record: TableRecord,
-        build: Callable[[Path, _Built], dict[str, Any]],
+        build: Callable[[str, _Built], dict[str, Any]],
         params: FileParams | None,
         request: str,
     ) -> str:
         """Build a batch in an incoming folder and move it into its table's folder; the caller has
         the table's turn."""
-        table_folder = landing_of(self.root, record.schema) / record.name
-        folder = self.incoming / uuid.uuid4().hex
-        folder.mkdir(parents=True)
+        table_folder = f"{schema_folder(self.store, record.schema)}/{record.name}"
+        folder = f"{self.incoming}/{uuid.uuid4().hex}"
         try:
             built = _Built()
             built.add(record.schema, record.name)
             extra = build(folder, built)
             fingerprint = built.digest.hexdigest()[:16]
-            landed = _batch_folders(table_folder)
+            landed = self._whole_batches(table_folder, record)
             twin = next((name for name in landed if name.endswith(f"-{fingerprint}")), None)
             if twin is not None:  # a retried request: its batch is there already
                 return twin
@@ -251,14 +251,29 @@ class Lander:
                 "files": built.files,
                 **extra,
             }
-            (folder / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-            table_folder.mkdir(parents=True, exist_ok=True)
-            os.rename(folder, table_folder / batch_id)  # the batch appears whole
+            self.store.write_text(f"{folder}/{MANIFEST}", json.dumps(manifest, indent=1))
+            files = [f["path"] for f in built.files]
+            self.store.publish(folder, f"{table_folder}/{batch_id}", [*files, MANIFEST])  # appears whole
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            self.store.remove(folder)
         record.last_sequence = sequence
-        write_record(self.root, record)
+        write_record(self.store, record)
         return batch_id
+
+    def _whole_batches(self, table_folder: str, record: TableRecord) -> list[str]:
+        """The table's batch folders. On S3, a folder newer than the table's record without its
+        manifest is one a killed server was copying into place: removed, its request lands anew."""
+        landed = self.store.folders(table_folder)
+        if self.store.atomic_rename:
+            return landed
+        half = [
+            n
+            for n in landed
+            if _sequence_of(n) > record.last_sequence and not self.store.exists(f"{table_folder}/{n}/{MANIFEST}")
+        ]
+        for name in half:
+            self.store.remove(f"{table_folder}/{name}")
+        return [n for n in landed if n not in half]
 
 
 def changes_to(record: TableRecord, wanted: TableRecord) -> tuple[list[ColumnRecord], list[str]]:
@@ -298,13 +313,6 @@ def _numbered(files: Sequence[BatchFile]) -> Iterator[tuple[int, BatchFile]]:
     for f in files:
         seen[f.kind] = seen.get(f.kind, -1) + 1
         yield seen[f.kind], f
-
-
-def _batch_folders(table_folder: Path) -> list[str]:
-    try:
-        return sorted(entry.name for entry in os.scandir(table_folder) if entry.is_dir())
-    except FileNotFoundError:
-        return []
 
 
 def _sequence_of(name: str) -> int:
@@ -355,12 +363,12 @@ def _history_columns(record: TableRecord, kind: str) -> tuple[list[str], set[str
 
 
 def _copy_history_file(
-    record: TableRecord, f: BatchFile, params: FileParams, folder: Path, n: int, built: _Built
+    store: Store, record: TableRecord, f: BatchFile, params: FileParams, folder: str, n: int, built: _Built
 ) -> dict[str, str]:
     """Land one file of a history batch as it came (an uncompressed one compressed), checked."""
     name = f"{f.kind}_{n}{_EXTENSIONS[params.compression]}"
     digest = Digest()
-    with open_batch_file(f.path) as source, (folder / name).open("wb") as sink:
+    with open_batch_file(f.path) as source, store.open_output(f"{folder}/{name}") as sink:
         raw = decrypted(source, f.key, f.path)
         compressor = None
         if params.compression == "off":
@@ -388,32 +396,36 @@ def _tee(chunks: Iterator[bytes], sink: Callable[[bytes], Any]) -> Iterator[byte
 
 
 class _Writer:
-    """A zstd-compressed CSV file written row by row, as the landing reads it."""
+    """A zstd-compressed CSV file written row by row, as the landing reads it; a file with no
+    row is not written at all."""
 
-    def __init__(self, path: Path, header: Sequence[str]) -> None:
-        self.path, self.header, self.rows = path, header, 0
+    def __init__(self, store: Store, path: str, header: Sequence[str]) -> None:
+        self.store, self.path, self.header, self.rows = store, path, header, 0
+        self._text: io.TextIOWrapper | None = None
 
     def __enter__(self) -> _Writer:
-        self._file = self.path.open("wb")
-        self._zstd = zstandard.ZstdCompressor().stream_writer(self._file)
-        self._text = io.TextIOWrapper(self._zstd, encoding="utf-8", newline="")
-        self._csv = csv.writer(self._text, lineterminator="\n")
-        self._csv.writerow(self.header)
         return self
 
     def write(self, row: Sequence[str]) -> None:
+        if self._text is None:
+            zstd = zstandard.ZstdCompressor().stream_writer(self.store.open_output(self.path))
+            self._text = io.TextIOWrapper(zstd, encoding="utf-8", newline="")
+            self._csv = csv.writer(self._text, lineterminator="\n")
+            self._csv.writerow(self.header)
         self._csv.writerow(row)
         self.rows += 1
 
     def __exit__(self, *exc: object) -> None:
-        self._text.close()  # closes the zstd stream (ending its frame) and the file
+        if self._text is not None:
+            self._text.close()  # ends the zstd frame and closes the file
 
 
 def _rewrite_live_file(
+    store: Store,
     record: TableRecord,
     f: BatchFile,
     params: FileParams,
-    folder: Path,
+    folder: str,
     n: int,
     built: _Built,
     earliest: _Writer,
@@ -438,7 +450,7 @@ def _rewrite_live_file(
             if f.kind == "delete"
             else [*header, *([] if synced_at is not None else [SYNCED]), START, END, ACTIVE]
         )
-        with _Writer(folder / name, written) as out:
+        with _Writer(store, f"{folder}/{name}", written) as out:
             for number, row in enumerate(rows, start=1):
                 check(number, row)
                 synced = received if synced_at is None or row[synced_at] in (params.null_string, "") else row[synced_at]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Any
 from lakehistory.names import TRANSACTION_TIME
 from lakehistory.sql import q as quote
 
-from .tables import STATE, TableRecord, landing_of, read_record
+from .store import Store
+from .tables import STATE, TableRecord, read_record
 
 MODEL_SQL = """\
 -- {table} of Fivetran schema {schema}, with every version it had: written by `lakehistory destination sources`.
@@ -29,13 +31,13 @@ select {columns} from {{{{ lakehistory.landing_batches('{source}', '{table}') }}
 RENAMED = "source_{}"  # a column named like a history table's own (valid_from) gets in as source_valid_from
 
 
-def records(root: Path, schema: str) -> list[TableRecord]:
-    folder = root / STATE / "tables" / schema
-    found = [read_record(root, schema, p.stem) for p in sorted(folder.glob("*.json"))]
+def records(store: Store, schema: str) -> list[TableRecord]:
+    names = [n.removesuffix(".json") for n in store.files(store.path(STATE, "tables", schema)) if n.endswith(".json")]
+    found = [read_record(store, schema, name) for name in names]
     return [r for r in found if r is not None]
 
 
-def source_entry(root: Path, schema: str, source: str) -> dict[str, Any]:
+def source_entry(store: Store, schema: str, source: str) -> dict[str, Any]:
     """The dbt source of one Fivetran schema's landed tables (docs/landing-format.md)."""
     tables = [
         {
@@ -44,9 +46,9 @@ def source_entry(root: Path, schema: str, source: str) -> dict[str, Any]:
             "meta": {"lakehistory": {"key": r.key}},
             "columns": [{"name": c.name, "data_type": c.spark_type} for c in r.data_columns],
         }
-        for r in records(root, schema)
+        for r in records(store, schema)
     ]
-    meta = {"lakehistory": {"landing_root": str(landing_of(root, schema))}}
+    meta = {"lakehistory": {"landing_root": f"{store.uri}/{schema}"}}
     return {"name": source, "meta": meta, "tables": tables}
 
 
@@ -65,10 +67,10 @@ def model_name(source: str, table: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", f"{source}__{table}_history").lower()
 
 
-def write_models(root: Path, schema: str, source: str, folder: Path) -> list[str]:
+def write_models(store: Store, schema: str, source: str, folder: Path) -> list[str]:
     """The source entry and a history model per table in `folder`; the models' names."""
     folder.mkdir(parents=True, exist_ok=True)
-    entry = source_entry(root, schema, source)
+    entry = source_entry(store, schema, source)
     (folder / f"_{source}__sources.yml").write_text(json.dumps({"version": 2, "sources": [entry]}, indent=1))
     names = []
     for table in entry["tables"]:
@@ -83,19 +85,17 @@ def write_models(root: Path, schema: str, source: str, folder: Path) -> list[str
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="lakehistory destination sources", description=__doc__)
-    p.add_argument("landing_root", type=Path, metavar="LANDING_ROOT", help="the destination's landing root")
+    p.add_argument("landing_root", metavar="LANDING_ROOT", help="the destination's landing root (a folder, s3a://...)")
     p.add_argument("schema", metavar="SCHEMA", help="the Fivetran schema")
     p.add_argument("--source", help="the dbt source's name (default: the schema's)")
     p.add_argument("--models", type=Path, metavar="FOLDER", help="write the entry and a model per table there")
     args = p.parse_args(argv)
     source = args.source or args.schema
+    root = args.landing_root if "://" in args.landing_root else os.path.abspath(args.landing_root)
+    store = Store(root)
     if args.models:
-        for name in write_models(args.landing_root.resolve(), args.schema, source, args.models):
+        for name in write_models(store, args.schema, source, args.models):
             print(name)
     else:
-        print(
-            json.dumps(
-                {"version": 2, "sources": [source_entry(args.landing_root.resolve(), args.schema, source)]}, indent=2
-            )
-        )
+        print(json.dumps({"version": 2, "sources": [source_entry(store, args.schema, source)]}, indent=2))
     return 0

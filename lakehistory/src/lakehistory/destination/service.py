@@ -18,7 +18,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -29,6 +28,7 @@ from .files import FileParams
 from .sdk import common_pb2 as common
 from .sdk import destination_sdk_pb2 as sdk
 from .sdk import destination_sdk_pb2_grpc as sdk_grpc
+from .store import Store, StoreError
 from .tables import PLAIN, SPARK_TYPES, STATE, ColumnRecord, TableError, TableRecord, read_record
 
 LANDING_ROOT, SPARK_REMOTE = "landing_root", "spark_remote"
@@ -53,9 +53,9 @@ def configuration_form() -> common.ConfigurationFormResponse:
                 label="Landing root",
                 required=True,
                 description=(
-                    "The folder the batches land in, on the machine that runs the destination. Each "
-                    "schema's tables land in <landing root>/<schema>, the landing_root of the dbt source "
-                    "that reads them."
+                    "Where the batches land: a folder of the machine that runs the destination, or "
+                    "s3a://bucket/prefix. Each schema's tables land in <landing root>/<schema>, the "
+                    "landing_root of the dbt source that reads them."
                 ),
                 text_field=common.PlainText,
                 placeholder="/data/landing",
@@ -76,30 +76,27 @@ def configuration_form() -> common.ConfigurationFormResponse:
     )
 
 
-def landing_root(configuration: Any) -> Path:
+def landing_root(configuration: Any) -> Store:
     root = configuration.get(LANDING_ROOT, "")
     if not root:
         raise TableError(f"the configuration has no {LANDING_ROOT!r}: the setup form asks for it")
-    if "://" in root and not root.startswith("file://"):
-        raise TableError(f"landing root {root!r}: the destination lands in a folder of its machine (a path)")
-    path = Path(root.removeprefix("file://"))
-    if not path.is_absolute():
-        raise TableError(f"landing root {root!r} is not an absolute path")
-    return path
+    try:
+        return Store(root)
+    except StoreError as exc:
+        raise TableError(str(exc)) from None
 
 
 def check_landing_root(configuration: Any) -> str | None:
     """Why the landing root cannot take batches, or None when it can."""
     try:
-        root = landing_root(configuration)
-        probe = root / STATE / f"probe-{uuid.uuid4().hex}"
-        probe.parent.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
+        store = landing_root(configuration)
+        probe = store.path(STATE, f"probe-{uuid.uuid4().hex}")
+        store.write_text(probe, "")
+        store.remove_file(probe)
     except TableError as exc:
         return str(exc)
     except OSError as exc:
-        return f"landing root {configuration.get(LANDING_ROOT)!r} is not writable: {exc.strerror}"
+        return f"landing root {configuration.get(LANDING_ROOT)!r} is not writable: {exc.strerror or exc}"
     return None
 
 
@@ -166,17 +163,17 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
     """The service; one `Lander` for each landing root it is asked to write."""
 
     def __init__(self) -> None:
-        self._landers: dict[Path, Lander] = {}
+        self._landers: dict[str, Lander] = {}
         self._guard = threading.Lock()
 
     def lander(self, configuration: Any) -> Lander:
-        root = landing_root(configuration)
+        store = landing_root(configuration)
         with self._guard:
-            if root not in self._landers:
-                lander = Lander(root)
+            if store.uri not in self._landers:
+                lander = Lander(store)
                 lander.forget_incoming()  # this server is the root's one writer: nothing of it is in flight
-                self._landers[root] = lander
-            return self._landers[root]
+                self._landers[store.uri] = lander
+            return self._landers[store.uri]
 
     def _answer(
         self,
@@ -219,8 +216,8 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
 
     def DescribeTable(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         def work() -> Any:
-            root = landing_root(request.configuration)
-            record = read_record(root, request.schema_name, request.table_name)
+            store = landing_root(request.configuration)
+            record = read_record(store, request.schema_name, request.table_name)
             if record is None:
                 return sdk.DescribeTableResponse(not_found=True)
             return sdk.DescribeTableResponse(table=table_of(record))

@@ -3,18 +3,17 @@ key, and whether Fivetran writes it in history mode. `CreateTable` writes it, `A
 it, `DescribeTable` answers from it, and every write request is checked against it.
 
 A record lives beside the landing, never in it (a table's folder holds batch folders only):
-`<landing root>/.lakehistory/tables/<schema>/<table>.json`, written under a temporary name and
-renamed, so a reader never sees half of one."""
+`<landing root>/.lakehistory/tables/<schema>/<table>.json`, written whole (store.Store.write_text)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from lakehistory.names import ACTIVE, EARLIEST, END, STAGING_PREFIX, START, SYNCED
+
+from .store import Store
 
 STATE = ".lakehistory"  # beside the schemas' folders in the landing root; no schema is named so
 FIVETRAN_ID = "_fivetran_id"
@@ -116,28 +115,23 @@ def plain_name(kind: str, name: str) -> str:
     return name
 
 
-def record_path(root: Path, schema: str, table: str) -> Path:
-    return root / STATE / "tables" / plain_name("schema", schema) / f"{plain_name('table', table)}.json"
+def record_path(store: Store, schema: str, table: str) -> str:
+    return store.path(STATE, "tables", plain_name("schema", schema), f"{plain_name('table', table)}.json")
 
 
-def read_record(root: Path, schema: str, table: str) -> TableRecord | None:
-    path = record_path(root, schema, table)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+def read_record(store: Store, schema: str, table: str) -> TableRecord | None:
+    text = store.read_text(record_path(store, schema, table))
+    if text is None:
         return None
+    data = json.loads(text)
     columns = [ColumnRecord(**c) for c in data.pop("columns")]
     return TableRecord(columns=columns, **data)
 
 
-def write_record(root: Path, record: TableRecord) -> None:
-    path = record_path(root, record.schema, record.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(asdict(record), indent=1), encoding="utf-8")
-    os.replace(temporary, path)
+def write_record(store: Store, record: TableRecord) -> None:
+    store.write_text(record_path(store, record.schema, record.name), json.dumps(asdict(record), indent=1))
 
 
-def landing_of(root: Path, schema: str) -> Path:
-    """The landing root a dbt source names for the tables of one Fivetran schema."""
-    return root / plain_name("schema", schema)
+def schema_folder(store: Store, schema: str) -> str:
+    """The folder of one Fivetran schema's tables: the landing root of the dbt source that reads them."""
+    return store.path(plain_name("schema", schema))

@@ -1,6 +1,7 @@
-"""What the history tables must hold after a Fivetran client's requests: each request as the
-batch it means (docs/landing-format.md "Fivetran's Partner SDK"), applied by the reference model
-(oracle.fivetran), with every value as Spark returns it for the Fivetran type it was sent as.
+"""Tables Fivetran's side (lakehistory_tools.fivetran_tester) sends to `lakehistory destination`,
+and what their history tables must hold after its requests: each request as the batch it means
+(docs/landing-format.md "Fivetran's Partner SDK"), applied by the reference model (oracle.fivetran),
+with every value as Spark returns it for the Fivetran type it was sent as.
 
 - WriteHistoryBatch: its files' rows as they are, in history mode.
 - WriteBatch: each replace or update row a version that starts at its `_fivetran_synced`, every
@@ -14,17 +15,26 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 import struct
 from collections.abc import Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+from history_case import normalize
+
+from harness import DbtProject
+from lakehistory.destination.project import RENAMED, model_name
+from lakehistory.destination.store import Store
 from lakehistory.landing.batch import TMAX, UNMODIFIED, Batch, Column, SchemaChange, Truncate
-from lakehistory.names import ACTIVE, END, START, SYNCED
+from lakehistory.names import ACTIVE, END, START, SYNCED, TRANSACTION_TIME
 from lakehistory_tools import fivetran_tester as client
 from oracle.fivetran import apply_batch
 
 SYSTEM = (START, END, ACTIVE, SYNCED)
+INPUTS = Path(__file__).parent / "destination" / "inputs"  # files in the destination tester's format
+OPEN = 9223372036854775807  # valid_to of a row open in transaction time
 
 
 def spark_value(value: Any, t: dict[str, Any]) -> Any:
@@ -133,3 +143,32 @@ def history(sent: Sequence[client.Sent], table: client.TableDef, altered_at: Seq
     for b in batches(sent, table, altered_at):
         rows = apply_batch(rows, b)
     return rows
+
+
+def altered_at(store: Store, schema: str, table: str) -> list[dt.datetime]:
+    """When the destination took each AlterTable of the table: its clock, in the landed changes."""
+    found = set()
+    folder = store.path(schema, table)
+    for batch in store.folders(folder):
+        manifest = json.loads(store.read_text(f"{folder}/{batch}/manifest.json") or "{}")
+        found |= {dt.datetime.fromisoformat(c["at"]) for c in manifest.get("schema_changes", [])}
+    return sorted(found)
+
+
+def renamed(row: dict) -> dict:
+    """A source column named like a history table's own, as the model lets it in."""
+    return {RENAMED.format(k) if k in TRANSACTION_TIME else k: v for k, v in row.items()}
+
+
+def ordered(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: json.dumps(r, default=str, sort_keys=True))
+
+
+def assert_histories(project: DbtProject, fivetran: client.FivetranConnection, store: Store, schema: str) -> None:
+    """Every table's history table (the rows open in transaction time) is the reference model's."""
+    for table in fivetran.tables.values():
+        model = model_name(schema, table.name)
+        expected = [renamed(normalize(r)) for r in history(fivetran.sent, table, altered_at(store, schema, table.name))]
+        rows = project.rows(f"select * from {{schema}}.`{model}` where valid_to = {OPEN}")
+        actual = [normalize({k: v for k, v in r.items() if k not in ("valid_from", "valid_to")}) for r in rows]
+        assert ordered([{k: r.get(k) for k in expected[0]} for r in actual]) == ordered(expected), table.name
