@@ -91,22 +91,24 @@ def _gzip() -> Any:
 
 
 class _Stream(io.RawIOBase):
-    """A readable file over an iterator of byte chunks, for io.TextIOWrapper."""
+    """A readable file over an iterator of byte chunks, for io.TextIOWrapper; each chunk read
+    through a view, never copied whole (a zstd chunk inflates to megabytes)."""
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks, self._rest = chunks, b""
+        self._chunks, self._rest, self._at = chunks, memoryview(b""), 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        while not self._rest:
+        while self._at >= len(self._rest):
             try:
-                self._rest = next(self._chunks)
+                self._rest, self._at = memoryview(next(self._chunks)), 0
             except StopIteration:
                 return 0
-        n = min(len(buffer), len(self._rest))
-        buffer[:n], self._rest = self._rest[:n], self._rest[n:]
+        n = min(len(buffer), len(self._rest) - self._at)
+        buffer[:n] = self._rest[self._at : self._at + n]
+        self._at += n
         return n
 
 
