@@ -167,13 +167,13 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
         self._guard = threading.Lock()
 
     def lander(self, configuration: Any) -> Lander:
-        store = landing_root(configuration)
+        root = configuration.get(LANDING_ROOT, "")
         with self._guard:
-            if store.uri not in self._landers:
-                lander = Lander(store)
+            if root not in self._landers:
+                lander = Lander(landing_root(configuration))
                 lander.forget_incoming()  # this server is the root's one writer: nothing of it is in flight
-                self._landers[store.uri] = lander
-            return self._landers[store.uri]
+                self._landers[root] = lander
+            return self._landers[root]
 
     def _answer(
         self,
@@ -216,7 +216,7 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
 
     def DescribeTable(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         def work() -> Any:
-            store = landing_root(request.configuration)
+            store = self.lander(request.configuration).store
             record = read_record(store, request.schema_name, request.table_name)
             if record is None:
                 return sdk.DescribeTableResponse(not_found=True)
