@@ -251,6 +251,16 @@ class FivetranConnection:
     def send(self, table: TableDef, files: dict[str, list[dict[str, Any]]], synced: dt.datetime, **tamper: Any) -> Any:
         """Write the files and send the request. `tamper` (tests): `keys` or `data`, by file kind, to
         send another key (None: none) or other bytes than Fivetran would."""
+        request = self.request(table, files, **tamper)
+        if table.history_mode:
+            response, name = self.stub.WriteHistoryBatch(request), "WriteHistoryBatch"
+        else:
+            response, name = self.stub.WriteBatch(request), "WriteBatch"
+        self.sent.append(Sent(name, table.name, synced, files=files, response=response))
+        return response
+
+    def request(self, table: TableDef, files: dict[str, list[dict[str, Any]]], **tamper: Any) -> Any:
+        """The files written as Fivetran writes them, and the request that names them."""
         types = {c: t["type"] for c, t in table.all_columns().items()}
         paths: dict[str, list[str]] = {}
         keys: dict[str, bytes] = {}
@@ -284,12 +294,8 @@ class FivetranConnection:
             "file_params": params,
         }
         if table.history_mode:
-            request = sdk.WriteHistoryBatchRequest(earliest_start_files=paths.get("earliest", []), **common_args)
-            response, name = self.stub.WriteHistoryBatch(request), "WriteHistoryBatch"
-        else:
-            response, name = self.stub.WriteBatch(sdk.WriteBatchRequest(**common_args)), "WriteBatch"
-        self.sent.append(Sent(name, table.name, synced, files=files, response=response))
-        return response
+            return sdk.WriteHistoryBatchRequest(earliest_start_files=paths.get("earliest", []), **common_args)
+        return sdk.WriteBatchRequest(**common_args)
 
 
 def header_of(table: TableDef, kind: str) -> list[str]:
