@@ -89,7 +89,12 @@ def test_a_retried_request_lands_once(tester, landing, orders) -> None:
 )
 def test_a_file_that_does_not_decrypt_is_refused_and_lands_nothing(tester, landing, orders, tamper, said) -> None:
     which, message = answer(tester.send(orders, history_files(orders, "upsert", rows(3), T0), T0, **tamper))
-    assert which == "task" and said in message and "orders" in message
+    assert (
+        which == "task"
+        and said in message
+        and message.startswith("table tester.orders: ")
+        and "replace file" in message
+    )
     assert "note 1" not in message  # no value in an answer
     assert batch_folders(landing, "orders") == [] and incoming(landing) == []
 
@@ -103,7 +108,7 @@ def test_bytes_that_decrypt_but_are_not_zstd_are_refused(tester, landing, orders
         (encrypted(b"id,note\n1,x\n", key), "does not hold zstd data"),
     ):
         which, message = answer(tester.send(orders, files, T0, keys={"replace": key}, data={"replace": data}))
-        assert which == "task" and said in message, message
+        assert which == "task" and said in message and message.startswith("table tester.orders: replace file"), message
     assert batch_folders(landing, "orders") == [] and incoming(landing) == []
 
 
@@ -247,5 +252,5 @@ def test_a_file_that_is_not_the_tables_csv_is_refused(channel, landing, data, sa
     which, message = answer(
         plain.send(ORDERS, history_files(ORDERS, "upsert", rows(1), T0), T0, data={"replace": data})
     )
-    assert which == "task" and said in message, message
+    assert which == "task" and said in message and message.startswith("table tester.orders: replace file"), message
     assert batch_folders(landing, "orders") == [] and incoming(landing) == []

@@ -368,15 +368,16 @@ def _copy_history_file(
     """Land one file of a history batch as it came (an uncompressed one compressed), checked."""
     name = f"{f.kind}_{n}{_EXTENSIONS[params.compression]}"
     digest = Digest()
-    with open_batch_file(f.path) as source, store.open_output(f"{folder}/{name}") as sink:
-        raw = decrypted(source, f.key, f.path)
+    label = _label(record, f)
+    with open_batch_file(f.path, label) as source, store.open_output(f"{folder}/{name}") as sink:
+        raw = decrypted(source, f.key, label)
         compressor = None
         if params.compression == "off":
             compressor = zstandard.ZstdCompressor().stream_writer(sink, closefd=False)
             plain = _tee(raw, compressor.write)
         else:
-            plain = decompressed(_tee(raw, sink.write), params.compression, f.path)
-        rows = csv_rows(digest.through(plain), f.path)
+            plain = decompressed(_tee(raw, sink.write), params.compression, label)
+        rows = csv_rows(digest.through(plain), label)
         header = next(rows)
         required, allowed = _history_columns(record, f.kind)
         _check_header(record, f, header, required, allowed)
@@ -387,6 +388,11 @@ def _copy_history_file(
             compressor.flush(zstandard.FLUSH_FRAME)
     built.add(f.kind, digest.sha256.hexdigest())
     return {"kind": f.kind, "path": name}
+
+
+def _label(record: TableRecord, f: BatchFile) -> str:
+    """A file as an error names it: its table, its kind and its path."""
+    return f"table {record.schema}.{record.name}: {f.kind} file {f.path}"
 
 
 def _tee(chunks: Iterator[bytes], sink: Callable[[bytes], Any]) -> Iterator[bytes]:
@@ -436,9 +442,10 @@ def _rewrite_live_file(
     version then."""
     name = f"{f.kind}_{n}.csv.zst"
     digest = Digest()
-    with open_batch_file(f.path) as source:
-        plain = decompressed(decrypted(source, f.key, f.path), params.compression, f.path)
-        rows = csv_rows(digest.through(plain), f.path)
+    label = _label(record, f)
+    with open_batch_file(f.path, label) as source:
+        plain = decompressed(decrypted(source, f.key, label), params.compression, label)
+        rows = csv_rows(digest.through(plain), label)
         header = next(rows)
         allowed = {c.name for c in record.columns} | {SYNCED}
         _check_header(record, f, header, record.key, allowed)

@@ -149,9 +149,9 @@ def csv_rows(plain: Iterator[bytes], name: str) -> Iterator[list[str]]:
         raise BatchFileError(f"{name}: row {reader.line_num}: not CSV ({exc})") from None
 
 
-def open_batch_file(path: str) -> BinaryIO:
+def open_batch_file(path: str, name: str) -> BinaryIO:
     """A batch file the request names: a path on the server's machine, where Fivetran wrote it."""
     try:
         return Path(path).open("rb")
     except OSError as exc:
-        raise BatchFileError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise BatchFileError(f"{name}: cannot be read ({exc.strerror})") from None
