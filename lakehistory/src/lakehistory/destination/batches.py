@@ -5,11 +5,11 @@ A batch is built in a folder of its own under `<landing root>/.lakehistory/incom
 files first, its manifest last; then one rename puts it in its table's folder, where a `dbt run`
 finds it complete or not at all (on S3, which has no rename, its files are copied there with the
 manifest last, and a folder a killed server left without its manifest is removed by the table's
-next request). A batch's folder is named `<sequence>-<fingerprint>`, the
-fingerprint a hash of what the request asks (its kind, the table, the tokens, and each file's
-plain bytes, whatever key encrypted them), so a retried request finds its batch landed and lands
-nothing more. A request that fails leaves nothing behind but its incoming folder, which it
-removes (and the server's start removes any a killed server left).
+next request). A batch's folder is named `<sequence>-<fingerprint>`, the fingerprint a hash of
+what the request asks (its kind, the table, the tokens, and each file's plain bytes, whatever key
+encrypted them), so a retried request finds its batch landed and lands nothing more. A request
+that fails leaves nothing behind but its incoming folder, which it removes (and the server's
+start removes any a killed server left).
 
 - `WriteHistoryBatch`: its files, in kind, as they come: decrypted while they stream, zstd or gzip
   kept (an uncompressed file is compressed with zstd on the way), each checked against the table.
@@ -17,7 +17,7 @@ removes (and the server's start removes any a killed server left).
   version starting at its `_fivetran_synced`; an earliest-start file gives each key that start,
   so a key written twice in one sync keeps the later write (docs/landing-format.md).
 - `Truncate`: a batch with the manifest's `truncate` and no files.
-- `AlterTable`'s added columns: a batch with `add_column` schema changes at the request's time.
+- `AlterTable`: a batch of `add_column` and `drop_column` schema changes at the request's time.
 """
 
 from __future__ import annotations
