@@ -4,8 +4,8 @@ process, each step the command a user would type, printed before it runs.
 A `lakehistory destination` on a free port of 127.0.0.1, Fivetran's side (`fivetran_tester`)
 sending every input file to it, `lakehistory destination sources --models` in a dbt project that
 installs the package, `dbt run` of those models, and each history table's versions and current
-rows. Everything lives under one folder (`$LAKEHISTORY_HOME/fivetran` by default), remade on
-every run, and the tables in a schema of their own (`fivetran`).
+rows. Everything lives under one folder (`$LAKEHISTORY_HOME/fivetran` by default) and the tables
+in a schema of their own (`fivetran`), both made anew on every run.
 
     python -m lakehistory_tools.fivetran_demo [INPUT ...] [--folder DIR]
 """
@@ -31,6 +31,11 @@ REPOSITORY = Path(__file__).resolve().parents[3]
 INPUTS = REPOSITORY / "lakehistory" / "tests" / "destination" / "inputs"
 SCHEMA = "tester"
 OPEN = 9223372036854775807  # valid_to of a row open in transaction time
+DROP_SCHEMA = """\
+{% macro drop_demo_schema() %}
+    {% do adapter.drop_schema(api.Relation.create(schema=target.schema)) %}
+{% endmacro %}
+"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -59,18 +64,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.stop(grace=30)
 
     copy_demo_project(REPOSITORY, project, parts=("dbt_project.yml", "profiles.yml"))
+    (project / "macros").mkdir(exist_ok=True)
+    (project / "macros" / "drop_demo_schema.sql").write_text(DROP_SCHEMA)
     print(f"$ lakehistory destination sources {landing} {SCHEMA} --models {project / 'models' / 'fivetran'}")
     models = write_models(Store(str(landing)), SCHEMA, SCHEMA, project / "models" / "fivetran")
     os.environ["LAKEHISTORY_SCHEMA"] = "fivetran"
     options = ["--project-dir", str(project), "--profiles-dir", str(project)]
-    if not dbt_step("deps", *options, "--quiet") or not dbt_step("run", *options, "--select", "path:models/fivetran"):
-        return 1
+    for step in (
+        ("deps", *options, "--quiet"),
+        ("run-operation", "drop_demo_schema", *options),  # the tables of a run before: a landing anew
+        ("run", *options, "--select", "path:models/fivetran"),
+    ):
+        if not dbt_step(*step):
+            return 1
     counts = " union all ".join(  # the Fivetran view: the rows open in transaction time
         f"select '{model}' as history_table, count(*) as versions, count_if(_fivetran_active) as current_rows"
         f" from {{{{ ref('{model}') }}}} where valid_to = {OPEN}"
         for model in models
     )
-    if not dbt_step("show", *options, "--inline", counts):
+    if not dbt_step("show", *options, "--inline", counts, "--limit", str(len(models))):
         return 1
     return 0
 
