@@ -181,16 +181,17 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
         where: str,
         context: grpc.ServicerContext,
         work: Callable[[], Response],
-        task: Callable[[str], Response],
+        response: Callable[..., Response],
     ) -> Response:
-        """Run one request's work; an error the sender can act on becomes a `Task`, logged."""
+        """Run one request's work; an error the sender can act on becomes a `Task` in the
+        request's `response` message, logged."""
         started = time.monotonic()
         try:
             answer = work()
         except Exception as exc:
             if refused(exc):
                 log("WARNING", f"{request_name} {where}: refused: {exc}")
-                return task(str(exc))
+                return response(task=common.Task(message=str(exc)))
             log("SEVERE", f"{request_name} {where}: failed: {type(exc).__name__}")
             context.abort(grpc.StatusCode.INTERNAL, f"{request_name} {where}: {type(exc).__name__}: {exc}")
         log("INFO", f"{request_name} {where}: done in {time.monotonic() - started:.3f} s")
@@ -227,7 +228,7 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
             f"{request.schema_name}.{request.table_name}",
             context,
             work,
-            lambda m: sdk.DescribeTableResponse(task=common.Task(message=m)),
+            sdk.DescribeTableResponse,
         )
 
     def CreateTable(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
@@ -240,7 +241,7 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
             f"{request.schema_name}.{request.table.name}",
             context,
             work,
-            lambda m: sdk.CreateTableResponse(task=common.Task(message=m)),
+            sdk.CreateTableResponse,
         )
 
     def AlterTable(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
@@ -254,7 +255,7 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
             f"{request.schema_name}.{request.table.name}",
             context,
             work,
-            lambda m: sdk.AlterTableResponse(task=common.Task(message=m)),
+            sdk.AlterTableResponse,
         )
 
     def Truncate(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
@@ -274,7 +275,7 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
             f"{request.schema_name}.{request.table_name}",
             context,
             work,
-            lambda m: sdk.TruncateResponse(task=common.Task(message=m)),
+            sdk.TruncateResponse,
         )
 
     # --- batches --------------------------------------------------------------------------------
@@ -297,7 +298,7 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
             f"{request.schema_name}.{request.table.name}",
             context,
             work,
-            lambda m: sdk.WriteBatchResponse(task=common.Task(message=m)),
+            sdk.WriteBatchResponse,
         )
 
     def WriteHistoryBatch(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
@@ -322,7 +323,7 @@ class Destination(sdk_grpc.DestinationConnectorServicer):
             f"{request.schema_name}.{request.table.name}",
             context,
             work,
-            lambda m: sdk.WriteBatchResponse(task=common.Task(message=m)),
+            sdk.WriteBatchResponse,
         )
 
 
