@@ -35,6 +35,15 @@ from oracle.fivetran import apply_batch
 SYSTEM = (START, END, ACTIVE, SYNCED)
 INPUTS = Path(__file__).parent / "destination" / "inputs"  # files in the destination tester's format
 OPEN = 9223372036854775807  # valid_to of a row open in transaction time
+# Each kind of request an input file sends, with the answer the destination gives it when all is well.
+EVERY_REQUEST_ANSWERED = {
+    ("CreateTable", "success"),
+    ("AlterTable", "success"),
+    ("DescribeTable", "table"),
+    ("WriteHistoryBatch", "success"),
+    ("WriteBatch", "success"),
+    ("Truncate", "success"),
+}
 
 
 def spark_value(value: Any, t: dict[str, Any]) -> Any:
@@ -143,6 +152,11 @@ def history(sent: Sequence[client.Sent], table: client.TableDef, altered_at: Seq
     for b in batches(sent, table, altered_at):
         rows = apply_batch(rows, b)
     return rows
+
+
+def answers(fivetran: client.FivetranConnection) -> set[tuple[str, str]]:
+    """(request, the kind of answer) of every request sent."""
+    return {(s.request, s.response.WhichOneof("response")) for s in fivetran.sent}
 
 
 def altered_at(store: Store, schema: str, table: str) -> list[dt.datetime]:
